@@ -1,0 +1,51 @@
+# Topic Forest — every target sets up what it needs (venv, npm packages, Debian packages).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+
+.PHONY: all venv test test-python lint demo bench eval vsix test-client test-e2e clean
+
+all: test
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check server tests
+	$(VENV)/bin/ruff format --check server tests
+	$(VENV)/bin/mypy
+
+test-python: $(STAMP)
+	$(PY) -m pytest -q
+
+test: lint test-python test-client test-e2e
+
+demo: $(STAMP)
+	$(PY) -m topicforest.demo
+
+bench: $(STAMP)
+	@for f in tests/bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+eval: $(STAMP)
+	$(PY) -m topicforest.eval $(ARGS)
+
+# --- VS Code client (clients/vscode) -------------------------------------------------------
+test-client:
+	@if [ -f clients/vscode/package.json ]; then $(MAKE) -C clients/vscode test; fi
+
+test-e2e:
+	@if [ -f clients/vscode/Makefile ]; then $(MAKE) -C clients/vscode e2e; fi
+
+vsix:
+	$(MAKE) -C clients/vscode vsix
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,157 @@
+"""Per-topic centroids: raw term counts plus cached norms and pairwise dot products.
+
+A centroid is the size-weighted sum of its members' raw term vectors. Norms and pair dot products
+are kept incrementally (adding a message costs O(terms in the message) per topic, merging two
+topics O(topics)), and recomputed from scratch whenever the embedder starts a new IDF epoch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from topicforest.engine.embedding import Embedder, Features, dot, norm_sq
+
+MAX_ENTITIES = 40  # files / symbols remembered per topic for display and ranking
+
+
+@dataclass(slots=True)
+class Centroid:
+    terms: Counter[str] = field(default_factory=Counter)
+    norm_sq: float = 0.0
+    files: Counter[str] = field(default_factory=Counter)
+    symbols: Counter[str] = field(default_factory=Counter)
+    tokens: int = 0
+    first_time: float = 0.0
+    last_time: float = 0.0
+
+    def absorb_entities(self, files: Iterable[str], symbols: Iterable[str]) -> None:
+        self.files.update(files)
+        self.symbols.update(symbols)
+        for counter in (self.files, self.symbols):
+            if len(counter) > MAX_ENTITIES * 2:
+                kept = counter.most_common(MAX_ENTITIES)
+                counter.clear()
+                counter.update(dict(kept))
+
+
+class CentroidIndex:
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self.centroids: dict[int, Centroid] = {}
+        self._dots: dict[tuple[int, int], float] = {}
+        self._epoch = embedder.epoch
+
+    def __getitem__(self, root: int) -> Centroid:
+        return self.centroids[root]
+
+    def add(self, root: int, features: Features, tokens: int, timestamp: float) -> None:
+        """Add one message's features to `root`'s centroid (creating it for a new singleton)."""
+        self._sync_epoch()
+        idf = self.embedder.idf
+        centroid = self.centroids.get(root)
+        if centroid is None:
+            centroid = self.centroids[root] = Centroid(first_time=timestamp)
+        terms = centroid.terms
+        delta = 0.0
+        for term, count in features.terms.items():
+            w = idf.get(term, 0.0)
+            delta += (2 * terms.get(term, 0) * count + count * count) * w * w
+        centroid.norm_sq += delta
+        for key in [k for k in self._dots if root in k]:
+            other = key[0] if key[1] == root else key[1]
+            self._dots[key] += dot(features.terms, self.centroids[other].terms, idf)
+        terms.update(features.terms)
+        centroid.absorb_entities(features.files, features.symbols)
+        centroid.tokens += tokens
+        centroid.first_time = min(centroid.first_time, timestamp)
+        centroid.last_time = max(centroid.last_time, timestamp)
+
+    def merge(self, survivor: int, absorbed: int) -> None:
+        """Fold `absorbed` into `survivor` (after the forest's union)."""
+        self._sync_epoch()
+        a, b = self.centroids[survivor], self.centroids.pop(absorbed)
+        ab = self.pair_dot(survivor, absorbed, a, b)
+        a.norm_sq = a.norm_sq + b.norm_sq + 2 * ab
+        new_dots: dict[tuple[int, int], float] = {}
+        for key, value in self._dots.items():
+            if survivor in key or absorbed in key:
+                continue
+            new_dots[key] = value
+        for other in self.centroids:
+            if other == survivor:
+                continue
+            ka, kb = _key(survivor, other), _key(absorbed, other)
+            if ka in self._dots and kb in self._dots:
+                new_dots[ka] = self._dots[ka] + self._dots[kb]
+        self._dots = new_dots
+        a.terms.update(b.terms)
+        a.absorb_entities(b.files.elements(), b.symbols.elements())
+        a.tokens += b.tokens
+        a.first_time = min(a.first_time, b.first_time)
+        a.last_time = max(a.last_time, b.last_time)
+
+    def discard(self, root: int) -> None:
+        self.centroids.pop(root, None)
+        self._dots = {k: v for k, v in self._dots.items() if root not in k}
+
+    def prune_terms(self, known: Mapping[str, int]) -> None:
+        """Forget terms the embedder pruned from its vocabulary."""
+        for centroid in self.centroids.values():
+            for term in [t for t in centroid.terms if t not in known]:
+                del centroid.terms[term]
+
+    # -- similarity ------------------------------------------------------------------------
+    def similarity(self, root: int, vector: Mapping[str, int], vector_norm_sq: float) -> float:
+        self._sync_epoch()
+        centroid = self.centroids[root]
+        denom = math.sqrt(vector_norm_sq * centroid.norm_sq)
+        return dot(vector, centroid.terms, self.embedder.idf) / denom if denom > 0 else 0.0
+
+    def pair_similarity(self, a: int, b: int) -> float:
+        self._sync_epoch()
+        ca, cb = self.centroids[a], self.centroids[b]
+        denom = math.sqrt(ca.norm_sq * cb.norm_sq)
+        return self.pair_dot(a, b, ca, cb) / denom if denom > 0 else 0.0
+
+    def pair_dot(self, a: int, b: int, ca: Centroid, cb: Centroid) -> float:
+        key = _key(a, b)
+        value = self._dots.get(key)
+        if value is None:
+            value = self._dots[key] = dot(ca.terms, cb.terms, self.embedder.idf)
+        return value
+
+    def nearest(self, vector: Mapping[str, int], roots: Iterable[int]) -> tuple[int | None, float]:
+        vnorm = norm_sq(vector, self.embedder.idf)
+        best, best_sim = None, -1.0
+        for root in roots:
+            sim = self.similarity(root, vector, vnorm)
+            if sim > best_sim:
+                best, best_sim = root, sim
+        return best, best_sim
+
+    def closest_pair(self, roots: list[int]) -> tuple[int, int]:
+        best = (roots[0], roots[1])
+        best_sim = -1.0
+        for i, a in enumerate(roots):
+            for b in roots[i + 1 :]:
+                sim = self.pair_similarity(a, b)
+                if sim > best_sim:
+                    best, best_sim = (a, b), sim
+        return best
+
+    def _sync_epoch(self) -> None:
+        if self._epoch == self.embedder.epoch:
+            return
+        self._epoch = self.embedder.epoch
+        self.prune_terms(self.embedder.df)
+        idf = self.embedder.idf
+        for centroid in self.centroids.values():
+            centroid.norm_sq = norm_sq(centroid.terms, idf)
+        self._dots.clear()
+
+
+def _key(a: int, b: int) -> tuple[int, int]:
+    return (a, b) if a < b else (b, a)

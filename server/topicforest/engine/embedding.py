@@ -1,0 +1,187 @@
+"""Code-aware TF-IDF: identifiers and paths are kept whole *and* split into parts.
+
+Vectors are raw term counts (`Counter`); IDF is applied at comparison time with the current
+document frequencies, so centroids built from early messages never carry stale weights (the
+"IDF drift" of embedding each message once with the IDF of its day). The vocabulary is bounded:
+past `max_vocabulary` terms the rarest are pruned and treated as unseen.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing don done down during each few for from
+    further get got had has have having he her here hers him his how i if in into is it its itself
+    just let like ll me more most my myself no nor not now of off on once only or other our ours out
+    over own re same she should so some such than that the their theirs them then there these they
+    this those through to too under until up ve very was we were what when where which while who
+    whom why will with would you your yours yourself yes ok okay thanks thank please also use using
+    used need needs want one two see now still yeah sure great cool nice right maybe think know""".split()
+)
+
+FILE_EXTENSIONS = frozenset(
+    """py pyi ts tsx js jsx mjs cjs json yaml yml toml md rst cfg ini txt sh bash zsh css scss less
+    html vue svelte rs go java kt c h cc cpp hpp cs rb php sql lock env ipynb csv proto graphql gql
+    xml gradle swift dart lua r jl tf dockerfile mk""".split()
+)
+SPECIAL_FILES = frozenset({"dockerfile", "makefile", "procfile", "jenkinsfile", "gemfile"})
+
+_CHUNK = re.compile(r"[A-Za-z0-9_$@~-]*[A-Za-z0-9_][\w$@~./:-]*[A-Za-z0-9_]|[A-Za-z0-9_]+")
+_PART_SPLIT = re.compile(r"[/._:$@~-]+")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(slots=True)
+class Features:
+    """What one message contributes: raw term counts plus the files and symbols it names."""
+
+    terms: Counter[str]
+    files: list[str] = field(default_factory=list)
+    symbols: list[str] = field(default_factory=list)
+
+
+def is_file_path(chunk: str) -> bool:
+    stem, dot, ext = chunk.rpartition(".")
+    if dot and stem and ext.lower() in FILE_EXTENSIONS and not stem.replace(".", "").isdigit():
+        return True
+    base = chunk.rsplit("/", 1)[-1].lower()
+    return base in SPECIAL_FILES or ("/" in chunk and any(c.isalpha() for c in chunk))
+
+
+def is_symbol(chunk: str) -> bool:
+    if not _IDENTIFIER.fullmatch(chunk.replace(".", "_")) or len(chunk) < 3:
+        return False
+    inner_upper = any(c.isupper() for c in chunk[1:]) and any(c.islower() for c in chunk)
+    return "_" in chunk.strip("_") or inner_upper or ("." in chunk and not chunk.endswith("."))
+
+
+def split_parts(chunk: str) -> list[str]:
+    parts: list[str] = []
+    for piece in _PART_SPLIT.split(chunk):
+        for sub in piece.split("_"):
+            parts.extend(_CAMEL.findall(sub) or ([sub] if sub else []))
+    return parts
+
+
+def extract(text: str) -> Features:
+    """Tokenize `text` the code-aware way."""
+    terms: Counter[str] = Counter()
+    files: list[str] = []
+    symbols: list[str] = []
+    for raw in _CHUNK.findall(text):
+        chunk = raw.strip("-.:")
+        if not chunk:
+            continue
+        lower = chunk.lower()
+        code_like = not chunk.isalpha() or not (chunk.islower() or chunk.istitle())
+        if is_file_path(chunk):
+            files.append(chunk)
+        elif is_symbol(chunk):
+            symbols.append(chunk)
+        if code_like:
+            if len(lower) > 1 and not (lower.isdigit() and len(lower) < 2):
+                terms[lower] += 1
+            for part in split_parts(chunk):
+                p = part.lower()
+                if len(p) > 1 and p != lower and p not in STOPWORDS:
+                    terms[p] += 1
+        elif len(lower) > 2 and lower not in STOPWORDS:
+            terms[lower] += 1
+    return Features(terms, files, symbols)
+
+
+def dot(a: Mapping[str, int], b: Mapping[str, int], idf: Mapping[str, float]) -> float:
+    """IDF-weighted dot product of two raw-count vectors (iterates the smaller one)."""
+    if len(a) > len(b):
+        a, b = b, a
+    total = 0.0
+    for term, count in a.items():
+        other = b.get(term)
+        if other:
+            w = idf.get(term, 0.0)
+            total += count * other * w * w
+    return total
+
+
+def norm_sq(vec: Mapping[str, int], idf: Mapping[str, float]) -> float:
+    total = 0.0
+    for term, count in vec.items():
+        w = idf.get(term, 0.0)
+        total += count * count * w * w
+    return total
+
+
+class Embedder:
+    """Incremental vocabulary with document frequencies and a bounded size."""
+
+    REFRESH_EVERY = 256  # documents between IDF "epochs" (cached norms are refreshed per epoch)
+
+    def __init__(self, max_vocabulary: int = 50_000) -> None:
+        self.max_vocabulary = max_vocabulary
+        self.df: dict[str, int] = {}
+        self.n_docs = 0
+        self.epoch = 0
+        self._idf: dict[str, float] = {}
+        self._docs_at_epoch = 0
+
+    def embed(self, text: str) -> Features:
+        """Features of a message that joins the corpus; updates document frequencies."""
+        features = extract(text)
+        self.n_docs += 1
+        df = self.df
+        for term in features.terms:
+            df[term] = df.get(term, 0) + 1
+        if len(df) > self.max_vocabulary:
+            self._prune()
+        features.terms = Counter({t: c for t, c in features.terms.items() if t in df})
+        if self.n_docs - self._docs_at_epoch >= max(self.REFRESH_EVERY, self._docs_at_epoch // 10):
+            self._new_epoch()
+        else:
+            for term in features.terms:  # keep idf current for brand-new terms
+                if term not in self._idf:
+                    self._idf[term] = self._idf_value(df[term])
+        return features
+
+    def embed_query(self, text: str) -> Counter[str]:
+        """Vector for a query; never changes the vocabulary."""
+        return extract(text).terms
+
+    @property
+    def idf(self) -> Mapping[str, float]:
+        """IDF per known term as of the current epoch; unknown terms weigh nothing."""
+        return self._idf
+
+    def restore(self, df: Mapping[str, int], n_docs: int) -> None:
+        """Load persisted document frequencies."""
+        self.df = dict(df)
+        self.n_docs = n_docs
+        self._new_epoch()
+
+    def cosine(self, a: Mapping[str, int], b: Mapping[str, int]) -> float:
+        idf = self._idf
+        denom = math.sqrt(norm_sq(a, idf) * norm_sq(b, idf))
+        return dot(a, b, idf) / denom if denom else 0.0
+
+    def _idf_value(self, df: int) -> float:
+        return math.log((1 + self.n_docs) / (1 + df)) + 1.0
+
+    def _new_epoch(self) -> None:
+        self.epoch += 1
+        self._docs_at_epoch = self.n_docs
+        self._idf = {t: self._idf_value(d) for t, d in self.df.items()}
+
+    def _prune(self) -> None:
+        keep = int(self.max_vocabulary * 0.9)
+        ranked = sorted(self.df.items(), key=lambda item: item[1], reverse=True)
+        self.df = dict(ranked[:keep])
+        self._new_epoch()
+
+    def known(self, terms: Iterable[str]) -> bool:
+        return any(t in self.df for t in terms)

@@ -1,0 +1,141 @@
+"""Union-find over message ids: each root is a topic.
+
+Path compression and union by size keep `find` near O(1). Roots keep a stable order (the order in
+which their oldest member arrived). Per root the forest keeps only ids and counts: members, size,
+a version that bumps whenever membership changes (so a summary made from old inputs is detectable)
+and the dropped flag. Message text and term vectors live elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from topicforest.engine.errors import UnknownTopic
+
+
+@dataclass(slots=True)
+class Root:
+    order: int  # position in the stable root order
+    members: list[int] = field(default_factory=list)
+    version: int = 0
+    dropped: bool = False
+
+
+class Forest:
+    def __init__(self) -> None:
+        self._parent: dict[int, int] = {}
+        self._roots: dict[int, Root] = {}
+        self._next_order = 0
+
+    # -- structure -------------------------------------------------------------------------
+    def add(self, item: int) -> int:
+        """Make `item` a singleton root; returns it."""
+        if item in self._parent:
+            raise ValueError(f"message {item} is already in the forest")
+        self._parent[item] = item
+        self._roots[item] = Root(order=self._next_order, members=[item])
+        self._next_order += 1
+        return item
+
+    def find(self, item: int) -> int:
+        parent = self._parent
+        root = item
+        while parent[root] != root:
+            root = parent[root]
+        while parent[item] != root:  # path compression
+            parent[item], item = root, parent[item]
+        return root
+
+    def union(self, a: int, b: int) -> int:
+        """Merge the topics of `a` and `b`; the larger root survives and keeps the earlier order."""
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return ra
+        big, small = (ra, rb) if self.size(ra) >= self.size(rb) else (rb, ra)
+        big_root, small_root = self._roots[big], self._roots.pop(small)
+        self._parent[small] = big
+        big_root.order = min(big_root.order, small_root.order)
+        big_root.members.extend(small_root.members)
+        big_root.version += small_root.version + 1
+        big_root.dropped = big_root.dropped and small_root.dropped
+        return big
+
+    def attach(self, item: int, root: int) -> int:
+        """Add a new `item` straight into the topic `root`."""
+        self._parent[item] = root
+        r = self._roots[root]
+        r.members.append(item)
+        r.version += 1
+        return root
+
+    # -- queries ---------------------------------------------------------------------------
+    def __contains__(self, item: int) -> bool:
+        return item in self._parent
+
+    def __len__(self) -> int:
+        return len(self._parent)
+
+    def is_root(self, item: int) -> bool:
+        return item in self._roots
+
+    def root(self, topic_id: int) -> Root:
+        try:
+            return self._roots[topic_id]
+        except KeyError:
+            raise UnknownTopic(f"unknown topic {topic_id}") from None
+
+    def size(self, root: int) -> int:
+        return len(self._roots[root].members)
+
+    def members(self, root: int) -> list[int]:
+        return list(self.root(root).members)
+
+    def version(self, root: int) -> int:
+        return self.root(root).version
+
+    def roots(self, *, include_dropped: bool = True) -> list[int]:
+        """Roots in stable order."""
+        items = sorted(self._roots.items(), key=lambda kv: kv[1].order)
+        return [r for r, info in items if include_dropped or not info.dropped]
+
+    def live_roots(self) -> list[int]:
+        return self.roots(include_dropped=False)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._parent)
+
+    # -- user actions ----------------------------------------------------------------------
+    def drop(self, root: int) -> None:
+        self.root(root).dropped = True
+
+    def restore(self, root: int) -> None:
+        self.root(root).dropped = False
+
+    # -- persistence -----------------------------------------------------------------------
+    def snapshot(self) -> dict[str, object]:
+        return {
+            "roots": [
+                {"id": r, "order": info.order, "members": list(info.members),
+                 "version": info.version, "dropped": info.dropped}
+                for r, info in self._roots.items()
+            ],
+            "next_order": self._next_order,
+        }
+
+    @classmethod
+    def from_snapshot(cls, data: dict[str, object]) -> Forest:
+        forest = cls()
+        roots = data["roots"]
+        assert isinstance(roots, list)
+        for entry in roots:
+            root_id = int(entry["id"])
+            members = [int(m) for m in entry["members"]]
+            forest._roots[root_id] = Root(
+                order=int(entry["order"]), members=members,
+                version=int(entry["version"]), dropped=bool(entry["dropped"]),
+            )
+            for m in members:
+                forest._parent[m] = root_id
+        forest._next_order = int(str(data["next_order"]))
+        return forest

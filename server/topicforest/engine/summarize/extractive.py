@@ -1,0 +1,111 @@
+"""The offline summarizer: no network, deterministic, keeps the facts code conversations hinge on.
+
+It picks the most information-dense sentences (those naming files, identifiers, versions, numbers,
+flags) within the target size, keeps them in conversation order, then lists any named entity not
+yet covered. Fenced code is never copied as a block; only its lines that name things survive.
+"""
+
+from __future__ import annotations
+
+import re
+
+from topicforest.engine.embedding import is_file_path, is_symbol
+from topicforest.engine.summarize.base import SummaryRequest, SummaryResult
+from topicforest.engine.tokens import estimate_tokens
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])")
+_ENTITY = re.compile(
+    r"--?[A-Za-z][\w-]+(?:=\S+)?"  # flags
+    r"|\bv?\d+(?:\.\d+)+\b"  # versions
+    r"|\b\d{2,}[\w%]*\b"  # numbers, ports, sizes
+    r"|[\w.-]*[/.][\w./-]*\w"  # paths, dotted names
+    r"|\b[A-Za-z_]\w*(?:_\w+|[a-z][A-Z]\w*)\b"  # snake_case / camelCase
+    r"|\b[A-Z][A-Z0-9_]{2,}\b"  # CONSTANTS, ENV_VARS
+)
+
+
+def entities(text: str) -> list[str]:
+    found = []
+    for match in _ENTITY.findall(text):
+        token = match.strip(".,:;()")
+        if len(token) < 2:
+            continue
+        if "/" in token or "." in token:
+            if not (is_file_path(token) or is_symbol(token) or token[:1].isdigit() or token[1:2].isdigit()):
+                continue
+        found.append(token)
+    return found
+
+
+def _sentences(text: str) -> list[str]:
+    out: list[str] = []
+    in_fence = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            in_fence = not in_fence
+            continue
+        if not stripped:
+            continue
+        if in_fence:
+            if entities(stripped):
+                out.append(stripped.strip("` "))
+            continue
+        out.extend(s.strip() for s in _SENTENCE_END.split(stripped.lstrip("#>*- ")) if s.strip())
+    return out
+
+
+class ExtractiveSummarizer:
+    name = "offline-extractive"
+
+    async def summarize(self, request: SummaryRequest) -> SummaryResult:
+        return self.summarize_now(request)
+
+    def summarize_now(self, request: SummaryRequest) -> SummaryResult:
+        """Synchronous core, also used where no event loop is running."""
+        units: list[tuple[str, str]] = []  # (speaker prefix, sentence)
+        if request.previous_summary:
+            units += [("", s) for s in _sentences(request.previous_summary)]
+        for message in request.messages:
+            speaker = "I said" if message.role == "user" else "You said"
+            units += [(speaker, s) for s in _sentences(message.content)]
+        n = len(units)
+        scored = []
+        for position, (_, sentence) in enumerate(units):
+            ents = set(entities(sentence))
+            recency = 0.5 * position / max(1, n - 1)
+            density = len(ents) / (1 + estimate_tokens(sentence) / 25)
+            scored.append((len(ents) + density + recency, position))
+        budget = max(16, request.target_tokens)
+        chosen: set[int] = set()
+        used = estimate_tokens("I asked you about: ")
+        for _, position in sorted(scored, reverse=True):
+            cost = estimate_tokens(units[position][1]) + 2
+            if used + cost > budget:
+                continue
+            chosen.add(position)
+            used += cost
+        lines = [f"{u[0]}: {u[1]}" if u[0] else u[1] for i, u in enumerate(units) if i in chosen]
+        text = " ".join(lines)
+        covered = text.lower()
+        missing: list[str] = []
+        for ent in dict.fromkeys(e for _, s in units for e in entities(s)):
+            if ent.lower() not in covered and used + estimate_tokens(ent) + 1 <= budget:
+                missing.append(ent)
+                covered += " " + ent.lower()
+                used += estimate_tokens(ent) + 1
+        if missing:
+            text += (" " if text else "") + "Also mentioned: " + ", ".join(missing) + "."
+        summary = "I asked you about: " + (text or _fallback_line(request))
+        return SummaryResult(
+            text=summary,
+            model=self.name,
+            input_tokens=estimate_tokens(request.transcript()),
+            output_tokens=estimate_tokens(summary),
+        )
+
+
+def _fallback_line(request: SummaryRequest) -> str:
+    for message in request.messages:
+        return message.content.strip().splitlines()[0][: request.target_tokens * 3]
+    return request.previous_summary or ""

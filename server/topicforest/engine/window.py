@@ -1,0 +1,398 @@
+"""The union-find context window: hot zones per thread, a shared forest of topics, summaries.
+
+append() is O(1): it validates, counts tokens, logs the message and pushes it on its thread's hot
+zone. graduate() (run by whoever maintains the forest) moves each thread's overflow beyond its hot
+budget into the forest, clustering by code-aware TF-IDF. Summaries are made elsewhere (see
+`resolver`) from `summary_jobs()` and applied with `apply_summary()`, which discards stale results.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from topicforest.engine.centroids import CentroidIndex
+from topicforest.engine.config import WindowConfig
+from topicforest.engine.embedding import Embedder, norm_sq
+from topicforest.engine.errors import InvalidMessage, UnknownTopic
+from topicforest.engine.forest import Forest
+from topicforest.engine.messages import (
+    InMemoryMessageLog,
+    Message,
+    MessageLog,
+    validate_content,
+    validate_role,
+)
+from topicforest.engine.render import RenderedContext
+from topicforest.engine.render import render as render_context
+from topicforest.engine.summarize.base import SummaryRequest, SummaryResult
+from topicforest.engine.tokens import TokenCounter, estimate_tokens
+
+LOW_INFORMATION_TERMS = 4  # fewer distinct terms than this: a message follows its exchange
+CONTINUITY_BONUS = 0.1
+MAX_JOB_TOKENS = 6000  # source tokens per summarize call; bigger backlogs take several rounds
+
+
+@dataclass(slots=True)
+class Summary:
+    text: str
+    version: int  # the topic version it was made from
+    covered: set[int]  # member ids it summarizes
+    tokens: int
+    model: str
+
+
+@dataclass(slots=True)
+class Spend:
+    """What summarizing a topic has cost so far."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class SummaryJob:
+    topic_id: int
+    version: int
+    request: SummaryRequest
+    message_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class TopicView:
+    id: int
+    title: str
+    summary: str | None
+    pending: bool
+    message_count: int
+    source_tokens: int
+    summary_tokens: int
+    pinned: bool
+    expanded: bool
+    dropped: bool
+    files: list[str]
+    symbols: list[str]
+    first_time: float
+    last_time: float
+    spend: Spend = field(default_factory=Spend)
+
+
+class ContextWindow:
+    def __init__(
+        self,
+        config: WindowConfig | None = None,
+        *,
+        log: MessageLog | None = None,
+        count: TokenCounter = estimate_tokens,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.config = config or WindowConfig()
+        self.log: MessageLog = log if log is not None else InMemoryMessageLog()
+        self.count = count
+        self.clock = clock
+        self.embedder = Embedder(self.config.max_vocabulary)
+        self.forest = Forest()
+        self.index = CentroidIndex(self.embedder)
+        self.hot: dict[str, deque[Message]] = {}
+        self.hot_tokens: Counter[str] = Counter()
+        self.summaries: dict[int, Summary] = {}
+        self.spend: dict[int, Spend] = {}
+        self.pinned: set[int] = set()
+        self.expanded: set[int] = set()
+        self.pending_terms: dict[int, Counter[str]] = {}  # members no summary covers yet
+        self.fallback_summary: str | None = None
+        self._last_planted: dict[str, int] = {}  # per thread, the newest graduated message
+        self.wants_fallback = False  # set by render when topics cannot fit; see resolver
+
+    # -- messages --------------------------------------------------------------------------
+    def append(
+        self,
+        thread_id: str,
+        role: str,
+        content: object,
+        *,
+        timestamp: float | None = None,
+        cancelled: bool = False,
+    ) -> Message:
+        """Validate and store a message verbatim; raises InvalidMessage with no state change."""
+        if not isinstance(thread_id, str) or not thread_id or len(thread_id) > 200:
+            raise InvalidMessage("thread id must be a non-empty string of at most 200 characters")
+        text = validate_content(content, self.config.max_message_chars)
+        message = Message(
+            id=self.log.next_id(),
+            thread_id=thread_id,
+            role=validate_role(role),
+            content=text,
+            timestamp=self.clock() if timestamp is None else timestamp,
+            tokens=self.count(text),
+            cancelled=cancelled,
+        )
+        self.log.add(message)
+        self.push_hot(message)
+        return message
+
+    def push_hot(self, message: Message) -> None:
+        """Put an already-stored message on its thread's hot zone."""
+        self.hot.setdefault(message.thread_id, deque()).append(message)
+        self.hot_tokens[message.thread_id] += message.tokens
+
+    def hot_messages(self, thread_id: str) -> list[Message]:
+        return list(self.hot.get(thread_id, ()))
+
+    def threads(self) -> list[str]:
+        return list(self.hot)
+
+    # -- graduation ------------------------------------------------------------------------
+    def graduate(self, thread_id: str | None = None) -> list[Message]:
+        """Move overflow beyond each thread's hot budget into the forest; returns what moved."""
+        moved: list[Message] = []
+        for tid in [thread_id] if thread_id is not None else list(self.hot):
+            moved += self._graduate_thread(tid, self.config.hot_budget)
+        return moved
+
+    def flush_thread(self, thread_id: str) -> list[Message]:
+        """Graduate a thread's whole hot zone (idle thread, closed window)."""
+        return self._graduate_thread(thread_id, 0)
+
+    def _graduate_thread(self, thread_id: str, keep_tokens: int) -> list[Message]:
+        zone = self.hot.get(thread_id)
+        moved: list[Message] = []
+        if not zone:
+            return moved
+        # Keep at least the newest message unless flushing, so the trigger can always make progress
+        # (a single oversized message never blocks graduation of the ones before it).
+        keep_min = 1 if keep_tokens > 0 else 0
+        while len(zone) > keep_min and (
+            self.hot_tokens[thread_id] > keep_tokens
+            or (moved and zone[0].role == "assistant" and len(zone) > keep_min)
+        ):
+            message = zone.popleft()
+            self.hot_tokens[thread_id] -= message.tokens
+            self._plant(message)
+            moved.append(message)
+        if not zone:
+            del self.hot[thread_id]
+            del self.hot_tokens[thread_id]
+        return moved
+
+    def _plant(self, message: Message) -> None:
+        """Put one message into the forest: join the nearest topic or start a new one."""
+        features = self.embedder.embed(message.content)
+        live = self.forest.live_roots()
+        previous = self._last_planted.get(message.thread_id)
+        follows = self.forest.find(previous) if previous in self.forest else None
+        if follows is not None and self.forest.root(follows).dropped:
+            follows = None
+        best, similarity = self.index.nearest(features.terms, live) if live else (None, 0.0)
+        if follows is not None and len(features.terms) < LOW_INFORMATION_TERMS:
+            # Chatter ("thanks, that worked") carries no topic of its own: it stays with the
+            # exchange it answers instead of starting a singleton that crowds out real topics.
+            best, similarity = follows, 1.0
+        elif follows is not None and message.role == "assistant":
+            # A reply belongs to the question before it unless it is clearly about something else.
+            vnorm = norm_sq(features.terms, self.embedder.idf)
+            own = self.index.similarity(follows, features.terms, vnorm) + CONTINUITY_BONUS
+            if own >= similarity:
+                best, similarity = follows, own
+        if best is not None and similarity >= self.config.merge_threshold:
+            root = self.forest.attach(message.id, best)
+        else:
+            root = self.forest.add(message.id)
+        self._last_planted[message.thread_id] = message.id
+        self.index.add(root, features, message.tokens, message.timestamp)
+        self.pending_terms[message.id] = features.terms
+        self._enforce_max_topics()
+
+    def _enforce_max_topics(self) -> None:
+        live = self.forest.live_roots()
+        while len(live) > self.config.max_topics:
+            a, b = self.index.closest_pair(live)
+            self._union(a, b)
+            live = self.forest.live_roots()
+
+    def _union(self, a: int, b: int) -> int:
+        survivor = self.forest.union(a, b)
+        absorbed = b if survivor == a else a
+        self.index.merge(survivor, absorbed)
+        for flags in (self.pinned, self.expanded):
+            if absorbed in flags:
+                flags.discard(absorbed)
+                flags.add(survivor)
+        lost = self.summaries.pop(absorbed, None)
+        kept = self.summaries.get(survivor)
+        if lost and kept:  # the merged topic starts from both summaries; still dirty
+            kept.text = kept.text + "\n" + lost.text
+            kept.covered |= lost.covered
+            kept.tokens += lost.tokens
+        elif lost:
+            self.summaries[survivor] = lost
+        spent = self.spend.pop(absorbed, None)
+        if spent:
+            mine = self.spend.setdefault(survivor, Spend())
+            mine.calls += spent.calls
+            mine.input_tokens += spent.input_tokens
+            mine.output_tokens += spent.output_tokens
+        return survivor
+
+    # -- topics ----------------------------------------------------------------------------
+    def topic_ids(self, *, include_dropped: bool = True) -> list[int]:
+        return self.forest.roots(include_dropped=include_dropped)
+
+    def topic(self, topic_id: int) -> TopicView:
+        root = self._root(topic_id)
+        info = self.forest.root(root)
+        centroid = self.index[root]
+        summary = self.summaries.get(root)
+        return TopicView(
+            id=root,
+            title=self.title(root),
+            summary=summary.text if summary else None,
+            pending=self.is_dirty(root),
+            message_count=len(info.members),
+            source_tokens=centroid.tokens,
+            summary_tokens=summary.tokens if summary else 0,
+            pinned=root in self.pinned,
+            expanded=root in self.expanded,
+            dropped=info.dropped,
+            files=[f for f, _ in centroid.files.most_common(8)],
+            symbols=[s for s, _ in centroid.symbols.most_common(8)],
+            first_time=centroid.first_time,
+            last_time=centroid.last_time,
+            spend=self.spend.get(root, Spend()),
+        )
+
+    def topics(self) -> list[TopicView]:
+        return [self.topic(r) for r in self.forest.roots()]
+
+    def title(self, root: int) -> str:
+        """A short label: the topic's most named files/symbols, else its most distinctive terms."""
+        centroid = self.index[root]
+        names = [n for n, _ in (centroid.files + centroid.symbols).most_common(3)]
+        if len(names) < 3:
+            idf = self.embedder.idf
+            ranked = sorted(centroid.terms.items(), key=lambda kv: kv[1] * idf.get(kv[0], 0.0))
+            for term, _ in reversed(ranked):
+                if len(names) >= 3:
+                    break
+                if not any(term in n.lower() for n in names):
+                    names.append(term)
+        return ", ".join(names) or f"topic {root}"
+
+    def members(self, topic_id: int) -> list[Message]:
+        return self.log.get_many(self.forest.members(self._root(topic_id)))
+
+    def _root(self, topic_id: object) -> int:
+        if not isinstance(topic_id, int) or isinstance(topic_id, bool):
+            raise UnknownTopic(f"topic id must be an integer, not {topic_id!r}")
+        if not self.forest.is_root(topic_id):
+            raise UnknownTopic(f"unknown topic {topic_id}")
+        return topic_id
+
+    def drop(self, topic_id: int) -> None:
+        self.forest.drop(self._root(topic_id))
+
+    def restore(self, topic_id: int) -> None:
+        self.forest.restore(self._root(topic_id))
+        self._enforce_max_topics()
+
+    def pin(self, topic_id: int, pinned: bool = True) -> None:
+        root = self._root(topic_id)
+        (self.pinned.add if pinned else self.pinned.discard)(root)
+
+    def expand(self, topic_id: int) -> list[Message]:
+        root = self._root(topic_id)
+        self.expanded.add(root)
+        return self.members(root)
+
+    def collapse(self, topic_id: int) -> None:
+        self.expanded.discard(self._root(topic_id))
+
+    # -- summaries -------------------------------------------------------------------------
+    def is_dirty(self, root: int) -> bool:
+        summary = self.summaries.get(root)
+        return summary is None or summary.version != self.forest.version(root)
+
+    def summary_jobs(self, target_tokens: int | None = None) -> list[SummaryJob]:
+        """One job per dirty live topic: its previous summary plus members not yet covered."""
+        jobs = []
+        for root in self.forest.live_roots():
+            if not self.is_dirty(root):
+                continue
+            summary = self.summaries.get(root)
+            covered = summary.covered if summary else set()
+            fresh = [m for m in self.forest.members(root) if m not in covered]
+            if not fresh and summary:  # a merge of two summarized topics needs no model call
+                summary.version = self.forest.version(root)
+                continue
+            batch: list[Message] = []
+            size = 0
+            for message in self.log.get_many(fresh):
+                if batch and size + message.tokens > MAX_JOB_TOKENS:
+                    break
+                batch.append(message)
+                size += message.tokens
+            request = SummaryRequest(
+                messages=tuple(batch),
+                previous_summary=summary.text if summary else None,
+                target_tokens=target_tokens or self.summary_target(),
+            )
+            jobs.append(SummaryJob(root, self.forest.version(root), request, tuple(m.id for m in batch)))
+        return jobs
+
+    def summary_target(self) -> int:
+        """Tokens per topic summary: the topic share of the budget split across live topics."""
+        topic_budget = self.config.history_budget - self.config.hot_budget
+        live = max(1, len(self.forest.live_roots()))
+        return max(60, min(400, topic_budget // live))
+
+    def apply_summary(self, job: SummaryJob, result: SummaryResult) -> bool:
+        """Store a finished summary unless its topic changed meanwhile (then it stays dirty)."""
+        spent = self.spend.setdefault(job.topic_id, Spend())
+        spent.calls += 1
+        spent.input_tokens += result.input_tokens
+        spent.output_tokens += result.output_tokens
+        if not self.forest.is_root(job.topic_id) or self.forest.version(job.topic_id) != job.version:
+            return False
+        if self.forest.root(job.topic_id).dropped:
+            return False
+        previous = self.summaries.get(job.topic_id)
+        covered = (previous.covered if previous else set()) | set(job.message_ids)
+        members = self.forest.members(job.topic_id)
+        complete = covered.issuperset(members)
+        self.summaries[job.topic_id] = Summary(
+            text=result.text,
+            version=job.version if complete else -1,  # a partial batch keeps the topic dirty
+            covered=covered,
+            tokens=self.count(result.text),
+            model=result.model,
+        )
+        for message_id in job.message_ids:
+            self.pending_terms.pop(message_id, None)
+        return True
+
+    def dirty_topic_ids(self) -> list[int]:
+        return [r for r in self.forest.live_roots() if self.is_dirty(r)]
+
+    # -- render ----------------------------------------------------------------------------
+    def render(
+        self,
+        query: str | None = None,
+        active_file: str | None = None,
+        thread_id: str | None = None,
+    ) -> RenderedContext:
+        return render_context(self, query=query, active_file=active_file, thread_id=thread_id)
+
+    def search(self, query: str, limit: int = 10) -> list[tuple[int, float]]:
+        vector = self.embedder.embed_query(query)
+        if not vector:
+            return []
+        vnorm = norm_sq(vector, self.embedder.idf)
+        scored = [(r, self.index.similarity(r, vector, vnorm)) for r in self.forest.roots()]
+        return sorted((s for s in scored if s[1] > 0), key=lambda s: -s[1])[:limit]
+
+    def all_messages(self, ids: Iterable[int]) -> list[Message]:
+        return self.log.get_many(ids)
+
