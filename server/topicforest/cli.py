@@ -1,0 +1,43 @@
+"""The `topicforest` command. Each area registers its own subcommands (see COMMAND_MODULES)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# Modules exposing `register(subparsers)`; each subparser sets `func(args) -> int`.
+COMMAND_MODULES = ("topicforest.server.commands", "topicforest.store.commands")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="topicforest", description="Union-find chat memory for coding assistants."
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            continue
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        if "serve" in parser._subparsers._group_actions[0].choices:  # type: ignore[union-attr]
+            args = parser.parse_args(["serve", *(argv or sys.argv[1:])])
+        else:
+            parser.print_help()
+            return 2
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
