@@ -30,12 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        if "serve" in parser._subparsers._group_actions[0].choices:  # type: ignore[union-attr]
-            args = parser.parse_args(["serve", *(argv or sys.argv[1:])])
-        else:
-            parser.print_help()
-            return 2
+    if args.command is None:  # a bare `topicforest` is what an editor launches: serve on stdio
+        args = parser.parse_args(["serve"])
     return int(args.func(args))
 
 
