@@ -3,7 +3,8 @@
 from topicforest.engine.config import WindowConfig
 from topicforest.engine.errors import EngineError, InvalidMessage, UnknownTopic
 from topicforest.engine.messages import Message, MessageLog, Role
-from topicforest.engine.window import ContextWindow, RenderedContext, TopicView
+from topicforest.engine.render import RenderedContext
+from topicforest.engine.window import ContextWindow, TopicView
 
 __all__ = [
     "ContextWindow",

@@ -132,14 +132,21 @@ class CentroidIndex:
                 best, best_sim = root, sim
         return best, best_sim
 
-    def closest_pair(self, roots: list[int]) -> tuple[int, int]:
+    def closest_pair(self, roots: list[int], sizes: Mapping[int, int]) -> tuple[int, int]:
+        """The pair whose merge costs least by Ward's criterion on cosine distance.
+
+        Plain "most similar centroids" snowballs: a big topic's centroid covers most of the
+        vocabulary, so it wins every comparison and swallows everything. Weighting the distance by
+        n_a*n_b/(n_a+n_b) makes small topics merge into their nearest neighbour first.
+        """
         best = (roots[0], roots[1])
-        best_sim = -1.0
+        best_cost = math.inf
         for i, a in enumerate(roots):
             for b in roots[i + 1 :]:
-                sim = self.pair_similarity(a, b)
-                if sim > best_sim:
-                    best, best_sim = (a, b), sim
+                na, nb = sizes[a], sizes[b]
+                cost = (na * nb / (na + nb)) * (1.0 - self.pair_similarity(a, b))
+                if cost < best_cost:
+                    best, best_cost = (a, b), cost
         return best
 
     def _sync_epoch(self) -> None:

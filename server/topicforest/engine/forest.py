@@ -116,8 +116,13 @@ class Forest:
     def snapshot(self) -> dict[str, object]:
         return {
             "roots": [
-                {"id": r, "order": info.order, "members": list(info.members),
-                 "version": info.version, "dropped": info.dropped}
+                {
+                    "id": r,
+                    "order": info.order,
+                    "members": list(info.members),
+                    "version": info.version,
+                    "dropped": info.dropped,
+                }
                 for r, info in self._roots.items()
             ],
             "next_order": self._next_order,
@@ -132,8 +137,10 @@ class Forest:
             root_id = int(entry["id"])
             members = [int(m) for m in entry["members"]]
             forest._roots[root_id] = Root(
-                order=int(entry["order"]), members=members,
-                version=int(entry["version"]), dropped=bool(entry["dropped"]),
+                order=int(entry["order"]),
+                members=members,
+                version=int(entry["version"]),
+                dropped=bool(entry["dropped"]),
             )
             for m in members:
                 forest._parent[m] = root_id

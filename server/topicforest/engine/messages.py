@@ -54,7 +54,7 @@ def _control_share(text: str) -> float:
 def validate_role(role: object) -> Role:
     if role not in ROLES:
         raise InvalidMessage(f"role must be 'user' or 'assistant', not {role!r}")
-    return role  # type: ignore[return-value]
+    return role
 
 
 class MessageLog(Protocol):

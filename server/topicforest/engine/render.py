@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Literal
 
 from topicforest.engine.embedding import extract, norm_sq
 from topicforest.engine.messages import Message
-from topicforest.engine.summarize.base import quote
+from topicforest.engine.summarize.base import SummaryRequest, quote
+from topicforest.engine.summarize.extractive import ExtractiveSummarizer
 from topicforest.engine.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 MESSAGE_OVERHEAD = 4  # tokens a chat API spends per message on role and separators
 MIN_RAW_SHARE = 48
 FILE_BOOST = 0.35
+RECALL_SHARE = 0.5  # of the topic space, for originals that match the query
 RECENCY_WEIGHT = 0.05
 
 MEMORY_HEADER = (
@@ -33,7 +35,7 @@ MEMORY_HEADER = (
 )
 FALLBACK_HEADER = "## Earlier conversation (flat summary)"
 
-Mode = Literal["summary", "summary+messages", "messages", "expanded"]
+Mode = Literal["summary", "summary+messages", "messages", "expanded", "recalled"]
 
 
 @dataclass(frozen=True)
@@ -100,9 +102,10 @@ def render(
     shown: list[RenderedTopic] = []
     omitted: list[int] = []
     ranked = rank_topics(window, qvec, active_file)
+    recalled = _recall(window, qvec, int(space * RECALL_SHARE))
     for position, root in enumerate(ranked):
         share = max(MIN_RAW_SHARE, space // max(1, len(ranked) - position))
-        block, rendered = _topic_block(window, root, qvec, space, share)
+        block, rendered = _topic_block(window, root, qvec, space, share, recalled.get(root, []))
         cost = count(block) + 1 if block else 0
         if block and cost <= space:
             blocks.append(block)
@@ -115,7 +118,9 @@ def render(
     if fallback:
         window.wants_fallback = True
         if window.fallback_summary and space > 8:
-            blocks.append(truncate(FALLBACK_HEADER + "\n" + quote(window.fallback_summary), space, count))
+            blocks.append(
+                truncate(FALLBACK_HEADER + "\n" + quote(window.fallback_summary), space, count)
+            )
 
     messages: list[dict[str, str]] = []
     if blocks:
@@ -185,42 +190,100 @@ def _file_key(path: str | None) -> str | None:
 
 
 def _topic_block(
-    window: ContextWindow, root: int, qvec: Counter[str], space: int, share: int
+    window: ContextWindow,
+    root: int,
+    qvec: Counter[str],
+    space: int,
+    share: int,
+    recalled: list[int],
 ) -> tuple[str, tuple[Mode, tuple[int, ...]]]:
+    """The topic's block: summary and/or not-yet-summarized messages, plus recalled originals.
+
+    If the whole block does not fit in `space`, the recalled originals alone are offered.
+    """
     count = window.count
     title = sanitize_line(window.title(root))
     flags = " [pinned]" if root in window.pinned else ""
     size = window.forest.size(root)
+    pinned = root in window.pinned
     if root in window.expanded:
         header = f"## Topic {root}: {title}{flags} (expanded: {size} original messages)"
-        ids = _best_members(window, root, qvec, window.forest.members(root), space - count(header))
+        ids = _best_members(window, qvec, window.forest.members(root), space - count(header))
         return _join(header, ids, window), ("expanded", tuple(ids))
 
     header = f"## Topic {root}: {title}{flags} ({size} messages)"
+    recall_cost = sum(window.log.get(m).tokens + 4 for m in recalled)
     summary = window.summaries.get(root)
-    pinned = root in window.pinned
+    mode: Mode
     if summary and not window.is_dirty(root):
-        block = header + "\n" + quote(summary.text)
-        if pinned and count(block) > space:
-            block = truncate(block, space - 1, count)
-        return block, ("summary", ())
+        room = space if pinned else max(share, MIN_RAW_SHARE) - count(header) - recall_cost
+        body, ids, mode = quote(fit_summary(window, root, summary.text, room)), [], "summary"
+    else:
+        covered = summary.covered if summary else set()
+        pending = [m for m in window.forest.members(root) if m not in covered and m not in recalled]
+        base = header + ("\n" + quote(summary.text) if summary else "")
+        room = space if pinned else min(space, max(share, count(base) + MIN_RAW_SHARE))
+        ids = _best_members(window, qvec, pending, room - count(base) - recall_cost - 1)
+        body = "\n".join(
+            ([quote(summary.text)] if summary else [])
+            + [quote_message(m) for m in window.log.get_many(ids)]
+        )
+        mode = "summary+messages" if summary else "messages"
+    shown = sorted([*ids, *recalled])
+    recalled_lines = [quote_message(m) for m in window.log.get_many(sorted(recalled))]
+    block = "\n".join(line for line in [header, body, *recalled_lines] if line)
+    if count(block) <= space:
+        return (block if body or recalled else ""), (mode, tuple(shown))
+    if recalled:
+        block = "\n".join([header, *recalled_lines])
+        if count(block) <= space:
+            return block, ("recalled", tuple(sorted(recalled)))
+    if pinned:  # pinned topics always appear, cut to what fits
+        return truncate("\n".join([header, body]), space - 1, count), (mode, tuple(ids))
+    return "", (mode, ())
 
-    covered = summary.covered if summary else set()
-    pending = [m for m in window.forest.members(root) if m not in covered]
-    base = header + ("\n" + quote(summary.text) if summary else "")
-    room = (space if pinned else min(space, max(share, count(base) + MIN_RAW_SHARE))) - count(base)
-    ids = _best_members(window, root, qvec, pending, room - 1)
-    if not ids and not summary:
-        return "", ("messages", ())
-    mode: Mode = "summary+messages" if summary else "messages"
-    block = base if not ids else _join(base, ids, window)
-    if count(block) > space and pinned:
-        block = truncate(block, space - 1, count)
-    return block, (mode, tuple(ids))
+
+def fit_summary(window: ContextWindow, root: int, text: str, room: int) -> str:
+    """The summary itself if it fits its share, else its densest sentences (cached per size).
+
+    Cutting every summary to a fair share keeps some of each topic in the render, instead of all
+    of a few topics and nothing of the rest.
+    """
+    if window.count(text) + 2 <= room or room < MIN_RAW_SHARE:
+        return text
+    key = (root, hash(text), room)
+    fitted = window.fitted_summaries.get(key)
+    if fitted is None:
+        request = SummaryRequest(messages=(), previous_summary=text, target_tokens=room - 2)
+        fitted = ExtractiveSummarizer().summarize_now(request).text
+        if len(window.fitted_summaries) > 512:
+            window.fitted_summaries.clear()
+        window.fitted_summaries[key] = fitted
+    return fitted
+
+
+def _recall(window: ContextWindow, qvec: Counter[str], room: int) -> dict[int, list[int]]:
+    """Originals most relevant to the query, by topic, within `room` tokens."""
+    if not qvec or room <= 0:
+        return {}
+    chosen: dict[int, list[int]] = {}
+    used = 0
+    for message_id, _ in window.recall.search(qvec, window.embedder.idf):
+        if message_id not in window.forest:
+            continue
+        root = window.forest.find(message_id)
+        if window.forest.root(root).dropped or root in window.expanded:
+            continue
+        cost = window.log.get(message_id).tokens + 4
+        if used + cost > room:
+            continue
+        chosen.setdefault(root, []).append(message_id)
+        used += cost
+    return chosen
 
 
 def _best_members(
-    window: ContextWindow, root: int, qvec: Counter[str], candidates: list[int], room: int
+    window: ContextWindow, qvec: Counter[str], candidates: list[int], room: int
 ) -> list[int]:
     """Most relevant (then newest) candidate messages that fit in `room`, in original order."""
     if room <= 0 or not candidates:

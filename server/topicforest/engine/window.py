@@ -25,13 +25,15 @@ from topicforest.engine.messages import (
     validate_content,
     validate_role,
 )
+from topicforest.engine.recall import RecallIndex
 from topicforest.engine.render import RenderedContext
 from topicforest.engine.render import render as render_context
 from topicforest.engine.summarize.base import SummaryRequest, SummaryResult
 from topicforest.engine.tokens import TokenCounter, estimate_tokens
 
-LOW_INFORMATION_TERMS = 4  # fewer distinct terms than this: a message follows its exchange
-CONTINUITY_BONUS = 0.1
+LOW_INFORMATION_TERMS = 8  # fewer distinct terms than this: a message follows its exchange
+CONTINUITY_BONUS = 0.05
+SUMMARY_OVERSIZE = 3  # summaries keep more than a render share; render cuts them to fit
 MAX_JOB_TOKENS = 6000  # source tokens per summarize call; bigger backlogs take several rounds
 
 
@@ -96,6 +98,8 @@ class ContextWindow:
         self.embedder = Embedder(self.config.max_vocabulary)
         self.forest = Forest()
         self.index = CentroidIndex(self.embedder)
+        self.recall = RecallIndex()
+        self._prunes_seen = 0
         self.hot: dict[str, deque[Message]] = {}
         self.hot_tokens: Counter[str] = Counter()
         self.summaries: dict[int, Summary] = {}
@@ -104,6 +108,7 @@ class ContextWindow:
         self.expanded: set[int] = set()
         self.pending_terms: dict[int, Counter[str]] = {}  # members no summary covers yet
         self.fallback_summary: str | None = None
+        self.fitted_summaries: dict[tuple[int, int, int], str] = {}  # render's cut-down summaries
         self._last_planted: dict[str, int] = {}  # per thread, the newest graduated message
         self.wants_fallback = False  # set by render when topics cannot fit; see resolver
 
@@ -163,53 +168,68 @@ class ContextWindow:
         if not zone:
             return moved
         # Keep at least the newest message unless flushing, so the trigger can always make progress
-        # (a single oversized message never blocks graduation of the ones before it).
+        # (a single oversized message never blocks graduation of the ones before it). Then keep
+        # going while the next message is an assistant reply: the hot zone starts at a user turn.
         keep_min = 1 if keep_tokens > 0 else 0
         while len(zone) > keep_min and (
-            self.hot_tokens[thread_id] > keep_tokens
-            or (moved and zone[0].role == "assistant" and len(zone) > keep_min)
+            self.hot_tokens[thread_id] > keep_tokens or (moved and zone[0].role == "assistant")
         ):
             message = zone.popleft()
             self.hot_tokens[thread_id] -= message.tokens
-            self._plant(message)
             moved.append(message)
         if not zone:
             del self.hot[thread_id]
             del self.hot_tokens[thread_id]
+        for exchange in _exchanges(moved):
+            self._plant(exchange)
         return moved
 
-    def _plant(self, message: Message) -> None:
-        """Put one message into the forest: join the nearest topic or start a new one."""
-        features = self.embedder.embed(message.content)
+    def _plant(self, exchange: list[Message]) -> None:
+        """Put one exchange (a user turn and its replies) into the forest, all in one topic.
+
+        Deciding per exchange rather than per message matters: short user turns ("util is 85%
+        now, but...") say little on their own and their reply says what the topic is.
+        """
+        features = [self.embedder.embed(m.content) for m in exchange]
+        combined: Counter[str] = Counter()
+        for f in features:
+            combined.update(f.terms)
+        thread_id = exchange[0].thread_id
         live = self.forest.live_roots()
-        previous = self._last_planted.get(message.thread_id)
-        follows = self.forest.find(previous) if previous in self.forest else None
-        if follows is not None and self.forest.root(follows).dropped:
-            follows = None
-        best, similarity = self.index.nearest(features.terms, live) if live else (None, 0.0)
-        if follows is not None and len(features.terms) < LOW_INFORMATION_TERMS:
-            # Chatter ("thanks, that worked") carries no topic of its own: it stays with the
-            # exchange it answers instead of starting a singleton that crowds out real topics.
-            best, similarity = follows, 1.0
-        elif follows is not None and message.role == "assistant":
-            # A reply belongs to the question before it unless it is clearly about something else.
-            vnorm = norm_sq(features.terms, self.embedder.idf)
-            own = self.index.similarity(follows, features.terms, vnorm) + CONTINUITY_BONUS
-            if own >= similarity:
-                best, similarity = follows, own
-        if best is not None and similarity >= self.config.merge_threshold:
-            root = self.forest.attach(message.id, best)
-        else:
-            root = self.forest.add(message.id)
-        self._last_planted[message.thread_id] = message.id
-        self.index.add(root, features, message.tokens, message.timestamp)
-        self.pending_terms[message.id] = features.terms
+        best, similarity = self.index.nearest(combined, live) if live else (None, 0.0)
+        previous = self._last_planted.get(thread_id)
+        follows = (
+            self.forest.find(previous) if previous is not None and previous in self.forest else None
+        )
+        if follows is not None and not self.forest.root(follows).dropped:
+            if len(combined) < LOW_INFORMATION_TERMS:
+                # Chatter ("thanks, that worked") has no topic of its own: it stays with the
+                # exchange it answers instead of starting a singleton that crowds out real topics.
+                best, similarity = follows, 1.0
+            else:
+                vnorm = norm_sq(combined, self.embedder.idf)
+                own = self.index.similarity(follows, combined, vnorm) + CONTINUITY_BONUS
+                if own >= similarity:
+                    best, similarity = follows, own
+        root = best if best is not None and similarity >= self.config.merge_threshold else None
+        for message, feature in zip(exchange, features, strict=True):
+            if root is None:
+                root = self.forest.add(message.id)
+            else:
+                self.forest.attach(message.id, root)
+            self.index.add(root, feature, message.tokens, message.timestamp)
+            self.recall.add(message.id, feature.terms, message.tokens)
+            self.pending_terms[message.id] = feature.terms
+        if self.embedder.prunes != self._prunes_seen:
+            self._prunes_seen = self.embedder.prunes
+            self.recall.prune(self.embedder.df)
+        self._last_planted[thread_id] = exchange[-1].id
         self._enforce_max_topics()
 
     def _enforce_max_topics(self) -> None:
         live = self.forest.live_roots()
         while len(live) > self.config.max_topics:
-            a, b = self.index.closest_pair(live)
+            a, b = self.index.closest_pair(live, {r: self.forest.size(r) for r in live})
             self._union(a, b)
             live = self.forest.live_roots()
 
@@ -339,14 +359,16 @@ class ContextWindow:
                 previous_summary=summary.text if summary else None,
                 target_tokens=target_tokens or self.summary_target(),
             )
-            jobs.append(SummaryJob(root, self.forest.version(root), request, tuple(m.id for m in batch)))
+            jobs.append(
+                SummaryJob(root, self.forest.version(root), request, tuple(m.id for m in batch))
+            )
         return jobs
 
     def summary_target(self) -> int:
         """Tokens per topic summary: the topic share of the budget split across live topics."""
         topic_budget = self.config.history_budget - self.config.hot_budget
         live = max(1, len(self.forest.live_roots()))
-        return max(60, min(400, topic_budget // live))
+        return max(60, min(400, SUMMARY_OVERSIZE * topic_budget // live))
 
     def apply_summary(self, job: SummaryJob, result: SummaryResult) -> bool:
         """Store a finished summary unless its topic changed meanwhile (then it stays dirty)."""
@@ -354,7 +376,10 @@ class ContextWindow:
         spent.calls += 1
         spent.input_tokens += result.input_tokens
         spent.output_tokens += result.output_tokens
-        if not self.forest.is_root(job.topic_id) or self.forest.version(job.topic_id) != job.version:
+        if (
+            not self.forest.is_root(job.topic_id)
+            or self.forest.version(job.topic_id) != job.version
+        ):
             return False
         if self.forest.root(job.topic_id).dropped:
             return False
@@ -396,3 +421,13 @@ class ContextWindow:
     def all_messages(self, ids: Iterable[int]) -> list[Message]:
         return self.log.get_many(ids)
 
+
+def _exchanges(messages: list[Message]) -> list[list[Message]]:
+    """Split a run of messages into exchanges, each starting at a user message."""
+    groups: list[list[Message]] = []
+    for message in messages:
+        if message.role == "user" or not groups:
+            groups.append([message])
+        else:
+            groups[-1].append(message)
+    return groups

@@ -35,7 +35,9 @@ QUOTE = "| "
 
 def quote(text: str) -> str:
     """Prefix every line so message text can never start a structural line (header, prefix)."""
-    return "\n".join(QUOTE + line for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
+    return "\n".join(
+        QUOTE + line for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    )
 
 
 def format_transcript(messages: Sequence[Message], previous_summary: str | None = None) -> str:

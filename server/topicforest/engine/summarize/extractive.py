@@ -30,9 +30,10 @@ def entities(text: str) -> list[str]:
         token = match.strip(".,:;()")
         if len(token) < 2:
             continue
-        if "/" in token or "." in token:
-            if not (is_file_path(token) or is_symbol(token) or token[:1].isdigit() or token[1:2].isdigit()):
-                continue
+        if ("/" in token or "." in token) and not (
+            is_file_path(token) or is_symbol(token) or token[:1].isdigit() or token[1:2].isdigit()
+        ):
+            continue
         found.append(token)
     return found
 
@@ -53,6 +54,9 @@ def _sentences(text: str) -> list[str]:
             continue
         out.extend(s.strip() for s in _SENTENCE_END.split(stripped.lstrip("#>*- ")) if s.strip())
     return out
+
+
+SENTENCE_SHARE = 0.5
 
 
 class ExtractiveSummarizer:
@@ -77,25 +81,34 @@ class ExtractiveSummarizer:
             density = len(ents) / (1 + estimate_tokens(sentence) / 25)
             scored.append((len(ents) + density + recency, position))
         budget = max(16, request.target_tokens)
-        chosen: set[int] = set()
         used = estimate_tokens("I asked you about: ")
-        for _, position in sorted(scored, reverse=True):
-            cost = estimate_tokens(units[position][1]) + 2
-            if used + cost > budget:
-                continue
-            chosen.add(position)
-            used += cost
-        lines = [f"{u[0]}: {u[1]}" if u[0] else u[1] for i, u in enumerate(units) if i in chosen]
-        text = " ".join(lines)
-        covered = text.lower()
+        costs = [estimate_tokens(f"{speaker}: {sentence}") + 1 for speaker, sentence in units]
+        ranked = [position for _, position in sorted(scored, reverse=True)]
+        chosen: set[int] = set()
+
+        def take_sentences(limit: int) -> None:
+            nonlocal used
+            for position in ranked:
+                if position not in chosen and used + costs[position] <= limit:
+                    chosen.add(position)
+                    used += costs[position]
+
+        # Half the room for the densest sentences, then every named thing not yet covered (newest
+        # first: later values supersede earlier ones), then sentences again with what is left.
+        take_sentences(int(budget * SENTENCE_SHARE))
+        covered = " ".join(units[i][1] for i in chosen).lower()
         missing: list[str] = []
-        for ent in dict.fromkeys(e for _, s in units for e in entities(s)):
-            if ent.lower() not in covered and used + estimate_tokens(ent) + 1 <= budget:
+        for ent in reversed(list(dict.fromkeys(e for _, s in units for e in entities(s)))):
+            cost = estimate_tokens(ent) + 1
+            if ent.lower() not in covered and used + cost <= budget:
                 missing.append(ent)
                 covered += " " + ent.lower()
-                used += estimate_tokens(ent) + 1
+                used += cost
+        take_sentences(budget)
+        lines = [f"{u[0]}: {u[1]}" if u[0] else u[1] for i, u in enumerate(units) if i in chosen]
+        text = " ".join(lines)
         if missing:
-            text += (" " if text else "") + "Also mentioned: " + ", ".join(missing) + "."
+            text += (" " if text else "") + "Also mentioned: " + ", ".join(reversed(missing)) + "."
         summary = "I asked you about: " + (text or _fallback_line(request))
         return SummaryResult(
             text=summary,

@@ -52,9 +52,7 @@ async def summarize_flat(
     result = [summary, *tail]
     if count(summary.content) + tail_tokens < budget:
         return result
-    return await summarize_flat(
-        result, budget, summarizer, count, on_call=on_call, depth=depth + 1
-    )
+    return await summarize_flat(result, budget, summarizer, count, on_call=on_call, depth=depth + 1)
 
 
 async def _summarize_all(
@@ -70,6 +68,10 @@ async def _summarize_all(
     first = messages[0]
     text = SUMMARY_PREFIX + result.text
     return Message(
-        id=first.id, thread_id=first.thread_id, role="user", content=text,
-        timestamp=messages[-1].timestamp, tokens=0,
+        id=first.id,
+        thread_id=first.thread_id,
+        role="user",
+        content=text,
+        timestamp=messages[-1].timestamp,
+        tokens=0,
     )

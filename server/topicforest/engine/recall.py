@@ -1,0 +1,65 @@
+"""Provenance recall: find the original messages most relevant to a query.
+
+Summaries lose detail; the originals never go away. An inverted index (term -> message ids, kept
+as compact arrays) lets a render bring back the few graduated messages that answer the user's new
+question, scored by the IDF of the query terms they contain (BM25-like with binary term frequency
+and a length penalty). Only ids and counts are held in memory; text stays in the message log.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from array import array
+from collections.abc import Iterable, Mapping
+
+MAX_QUERY_TERMS = 12  # the rarest query terms carry nearly all the signal; bounds render cost
+COMMON_SHARE = 0.25  # terms in more than this share of messages are ignored for recall
+
+
+class RecallIndex:
+    def __init__(self) -> None:
+        self.postings: dict[str, array[int]] = {}
+        self.lengths: dict[int, int] = {}  # message id -> tokens, for the length penalty
+        self._total_length = 0
+
+    def add(self, message_id: int, terms: Iterable[str], tokens: int) -> None:
+        for term in terms:
+            ids = self.postings.get(term)
+            if ids is None:
+                ids = self.postings[term] = array("I")
+            ids.append(message_id)
+        self.lengths[message_id] = tokens
+        self._total_length += tokens
+
+    def prune(self, known: Mapping[str, int]) -> None:
+        for term in [t for t in self.postings if t not in known]:
+            del self.postings[term]
+
+    def search(
+        self, query: Mapping[str, int], idf: Mapping[str, float], limit: int = 50
+    ) -> list[tuple[int, float]]:
+        """Best (message id, score) pairs for the query, best first."""
+        n = len(self.lengths)
+        if not n or not query:
+            return []
+        usable = [
+            t
+            for t in query
+            if t in self.postings and len(self.postings[t]) <= max(3, n * COMMON_SHARE)
+        ]
+        usable = sorted(usable, key=lambda t: len(self.postings[t]))[:MAX_QUERY_TERMS]
+        scores: dict[int, float] = {}
+        for term in usable:
+            weight = idf.get(term, 0.0)
+            for message_id in self.postings[term]:
+                scores[message_id] = scores.get(message_id, 0.0) + weight
+        if not scores:
+            return []
+        average = self._total_length / n
+        lengths = self.lengths
+        ranked = (
+            (mid, score / (0.5 + 0.5 * math.sqrt(lengths[mid] / average)))
+            for mid, score in scores.items()
+        )
+        return heapq.nlargest(limit, ranked, key=lambda pair: pair[1])
