@@ -1,0 +1,399 @@
+"""One workspace's memory: its context window, summary cascade and background maintenance.
+
+Everything the server does to a workspace goes through `WorkspaceMemory`; it has no pygls import,
+so the demo, benchmarks and the store can drive it directly. Persistence points (where the store
+will hook in) are the methods in the "mutations" section: `append` and the topic state changes.
+
+Maintenance (graduation into the forest, then summaries of dirty topics) runs in one background
+task per workspace, woken after each append. It is never awaited by a chat turn: a turn appends,
+renders and calls the model; summaries overlap the model call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from topicforest.engine import ContextWindow, Message, TopicView, WindowConfig
+from topicforest.engine.config import auto_history_budget
+from topicforest.engine.llm import load_litellm
+from topicforest.engine.render import RenderedContext, sanitize_line
+from topicforest.engine.resolver import resolve_round
+from topicforest.engine.summarize.base import Summarizer
+from topicforest.engine.summarize.cascade import build_cascade
+from topicforest.server.config import Settings
+
+log = logging.getLogger(__name__)
+
+SYSTEM_PROMPT = (
+    "You are a coding assistant inside the user's editor. Earlier conversation may be given as "
+    "topic memory; use it when relevant and say so when you need details you cannot see."
+)
+CHAT_TIMEOUT = 120.0  # seconds for the whole model call
+MAX_ROUNDS = 20  # summary rounds per wake-up; a failing provider cannot spin the loop forever
+ProgressStage = Literal["begin", "report", "end"]
+
+
+class ChatNotConfigured(Exception):
+    """No `topicForest.chatModel` is set."""
+
+
+class ProviderError(Exception):
+    """The chat model failed; the message is safe to show (secrets redacted)."""
+
+
+class MemoryListener(Protocol):
+    """What the server hears from a memory (it turns these into notifications)."""
+
+    def topics_changed(self, memory: WorkspaceMemory, reason: str, ids: list[int] | None) -> None:
+        """Topic state changed (`reason`: graduated, summarized, dropped, ...)."""
+
+    def summarizing(
+        self, memory: WorkspaceMemory, stage: ProgressStage, message: str, percentage: int
+    ) -> None:
+        """Background summarizing started, advanced or ended."""
+
+
+@dataclass
+class ChatOutcome:
+    thread_id: str
+    turn_id: str
+    reply: str
+    cancelled: bool
+    prompt_tokens: int
+    completion_tokens: int
+    user_message: Message
+    reply_message: Message | None
+    context: RenderedContext
+
+
+@dataclass(frozen=True)
+class ThreadInfo:
+    thread_id: str
+    message_count: int
+    last_time: float
+    title: str
+
+
+def window_config(settings: Settings, max_input_tokens: int | None = None) -> WindowConfig:
+    budget = settings.history_budget
+    return WindowConfig(
+        history_budget=auto_history_budget(max_input_tokens) if budget == "auto" else budget,
+        merge_threshold=settings.merge_threshold,
+        max_topics=settings.max_topics,
+    )
+
+
+def secret_values() -> list[str]:
+    """Values of environment variables that look like credentials (to keep them out of text)."""
+    pattern = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
+    return [v for k, v in os.environ.items() if pattern.search(k) and len(v) >= 8]
+
+
+def redact(text: str) -> str:
+    for value in secret_values():
+        text = text.replace(value, "***")
+    return re.sub(r"\bsk-[A-Za-z0-9_-]{12,}", "sk-***", text)
+
+
+def short_error(exc: BaseException) -> str:
+    text = redact(f"{type(exc).__name__}: {exc}".strip())
+    return text if len(text) <= 500 else text[:497] + "..."
+
+
+class WorkspaceMemory:
+    def __init__(
+        self,
+        key: str,
+        settings: Settings | None = None,
+        *,
+        listener: MemoryListener | None = None,
+        window: ContextWindow | None = None,
+        summarizer: Summarizer | None = None,
+    ) -> None:
+        self.key = key  # workspace folder URI, or "global"
+        self.settings = settings or Settings()
+        self.listener = listener
+        self.max_input_tokens: int | None = None  # learnt once litellm is warm
+        self.window = window or ContextWindow(window_config(self.settings))
+        self._fixed_summarizer = summarizer
+        self.summarizer: Summarizer = summarizer or self._cascade()
+        self.thread_messages: dict[str, list[int]] = {}
+        self.active_file: str | None = None
+        self.critical_path: deque[float] = deque(maxlen=1000)  # seconds, chat receive -> model
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+
+    # -- configuration ---------------------------------------------------------------------
+    def _cascade(self) -> Summarizer:
+        return build_cascade(self.settings.summary_models, self.settings.api_base)
+
+    def configure(self, settings: Settings, max_input_tokens: int | None = None) -> None:
+        """Apply new settings; topics already formed keep their shape (new limits apply next)."""
+        self.settings = settings
+        self.max_input_tokens = max_input_tokens
+        self.window.config = window_config(settings, self.max_input_tokens)
+        if self._fixed_summarizer is None:
+            self.summarizer = self._cascade()
+        self.kick()
+
+    # -- mutations (persistence points) ----------------------------------------------------
+    def append(
+        self, thread_id: str, role: str, content: object, *, cancelled: bool = False
+    ) -> Message:
+        """Store a message verbatim (raises InvalidMessage, changing nothing) and wake upkeep."""
+        message = self.window.append(thread_id, role, content, cancelled=cancelled)
+        self.thread_messages.setdefault(thread_id, []).append(message.id)
+        self.kick()
+        return message
+
+    def drop(self, topic_id: int) -> TopicView:
+        self.window.drop(topic_id)
+        return self._changed("dropped", topic_id)
+
+    def restore(self, topic_id: int) -> TopicView:
+        self.window.restore(topic_id)
+        self.kick()  # a restored topic may be dirty again
+        return self._changed("restored", topic_id)
+
+    def pin(self, topic_id: int, pinned: bool = True) -> TopicView:
+        self.window.pin(topic_id, pinned)
+        return self._changed("pinned" if pinned else "unpinned", topic_id)
+
+    def expand(self, topic_id: int) -> tuple[TopicView, list[Message]]:
+        messages = self.window.expand(topic_id)
+        return self._changed("expanded", topic_id), messages
+
+    def collapse(self, topic_id: int) -> TopicView:
+        self.window.collapse(topic_id)
+        return self._changed("collapsed", topic_id)
+
+    def _changed(self, reason: str, topic_id: int) -> TopicView:
+        self._emit(reason, [topic_id])
+        return self.window.topic(topic_id)
+
+    # -- queries ---------------------------------------------------------------------------
+    def topics(self) -> list[TopicView]:
+        return self.window.topics()
+
+    def topic(self, topic_id: int) -> TopicView:
+        return self.window.topic(topic_id)
+
+    def preview(self, topic_id: int) -> tuple[TopicView, list[Message]]:
+        return self.window.topic(topic_id), self.window.members(topic_id)
+
+    def search(self, query: str, limit: int) -> list[tuple[TopicView, float]]:
+        return [(self.window.topic(t), s) for t, s in self.window.search(query, limit)]
+
+    def render(
+        self, query: str | None = None, active_file: str | None = None, thread_id: str | None = None
+    ) -> RenderedContext:
+        return self.window.render(
+            query=query, active_file=active_file or self.active_file, thread_id=thread_id
+        )
+
+    def threads(self) -> list[ThreadInfo]:
+        infos = [self._thread_info(tid, ids) for tid, ids in self.thread_messages.items() if ids]
+        return sorted(infos, key=lambda t: -t.last_time)
+
+    def _thread_info(self, thread_id: str, ids: list[int]) -> ThreadInfo:
+        first, last = self.window.log.get(ids[0]), self.window.log.get(ids[-1])
+        return ThreadInfo(thread_id, len(ids), last.timestamp, sanitize_line(first.content, 80))
+
+    def history(self, thread_id: str, limit: int | None = None) -> list[Message]:
+        ids = self.thread_messages.get(thread_id, [])
+        return self.window.log.get_many(ids[-limit:] if limit else ids)
+
+    def message_count(self) -> int:
+        return len(self.window.log)
+
+    # -- chat ------------------------------------------------------------------------------
+    async def chat(
+        self,
+        thread_id: str,
+        turn_id: str,
+        text: str,
+        *,
+        active_file: str | None = None,
+        on_delta: Callable[[int, str], None] = lambda index, delta: None,
+    ) -> ChatOutcome:
+        """One turn: store the question, render, stream the model's answer, store it.
+
+        Cancellation (the task is cancelled while streaming) stores the partial reply marked
+        cancelled and returns normally with `cancelled=True`.
+        """
+        received = time.perf_counter()
+        model = self.settings.chat_model
+        if not model:
+            raise ChatNotConfigured(
+                "No chat model is configured. Set `topicForest.chatModel` to a litellm model "
+                'string (for example "gpt-4o-mini", "anthropic/claude-3-5-haiku-latest" or '
+                '"openai/<name>" with `topicForest.apiBase`) and put the provider\'s API key in '
+                "the environment (for example OPENAI_API_KEY). Topics work without a model."
+            )
+        user = self.append(thread_id, "user", text)
+        context = self.render(query=text, active_file=active_file, thread_id=thread_id)
+        messages = [{"role": "system", "content": SYSTEM_PROMPT}, *context.messages]
+        parts: list[str] = []
+        usage: Any = None
+        cancelled = False
+        try:
+            litellm = await warm_litellm()
+            self.critical_path.append(time.perf_counter() - received)
+            stream = await litellm.acompletion(
+                model=model,
+                messages=messages,
+                stream=True,
+                stream_options={"include_usage": True},
+                timeout=CHAT_TIMEOUT,
+                num_retries=0,
+                **({"api_base": self.settings.api_base} if self.settings.api_base else {}),
+            )
+            try:
+                async for chunk in stream:
+                    usage = getattr(chunk, "usage", None) or usage
+                    delta = chunk.choices[0].delta.content if chunk.choices else None
+                    if delta:
+                        on_delta(len(parts), delta)
+                        parts.append(delta)
+            finally:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(stream.aclose())
+        except asyncio.CancelledError:
+            cancelled = True
+        except Exception as exc:
+            self._store_reply(thread_id, parts, cancelled=True)  # keep what did arrive
+            raise ProviderError(f"The chat model {model} failed: {short_error(exc)}") from exc
+        reply = self._store_reply(thread_id, parts, cancelled=cancelled)
+        return ChatOutcome(
+            thread_id=thread_id,
+            turn_id=turn_id,
+            reply="".join(parts),
+            cancelled=cancelled,
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or context.tokens),
+            completion_tokens=int(
+                getattr(usage, "completion_tokens", 0) or (reply.tokens if reply else 0)
+            ),
+            user_message=user,
+            reply_message=reply,
+            context=context,
+        )
+
+    def _store_reply(self, thread_id: str, parts: list[str], *, cancelled: bool) -> Message | None:
+        text = "".join(parts)
+        if not text.strip():
+            return None
+        limit = self.window.config.max_message_chars
+        return self.append(thread_id, "assistant", text[:limit], cancelled=cancelled)
+
+    # -- background maintenance ------------------------------------------------------------
+    def start(self) -> None:
+        """Start the maintenance task (needs a running loop); idempotent."""
+        if self._task is None and not self._closed:
+            self._task = asyncio.get_running_loop().create_task(
+                self._run(), name=f"topicforest-maintain:{self.key}"
+            )
+            self._task.add_done_callback(_log_task_end)
+
+    def kick(self) -> None:
+        self._wake.set()
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            try:
+                await self.maintain()
+            except Exception:  # keep serving; the next append retries
+                log.exception("maintenance of %s failed", self.key)
+
+    async def maintain(self) -> None:
+        """Graduate overflow into the forest, then summarize dirty topics until none is left."""
+        moved = self.window.graduate()
+        if moved:
+            roots = {self.window.forest.find(m.id) for m in moved}
+            self._emit("graduated", sorted(roots))
+        await self.summarize_dirty()
+
+    async def summarize_dirty(self) -> int:
+        dirty = self.window.dirty_topic_ids()
+        if not dirty:
+            return 0
+        total = len(dirty)
+        done: list[int] = []
+        self._progress("begin", f"Summarizing {total} topic(s)", 0)
+        try:
+            for _ in range(MAX_ROUNDS):
+                report = await resolve_round(
+                    self.window,
+                    self.summarizer,
+                    on_applied=lambda job, result: self._summarized(job.topic_id, done, total),
+                )
+                if not self.window.dirty_topic_ids() or (report.applied == 0 and report.failed):
+                    break
+                await asyncio.sleep(0)  # let chat turns in
+        finally:
+            self._progress("end", f"Summarized {len(done)} topic(s)", 100)
+        return len(done)
+
+    def _summarized(self, topic_id: int, done: list[int], total: int) -> None:
+        done.append(topic_id)
+        self._emit("summarized", [topic_id])
+        percentage = min(99, 100 * len(done) // max(1, total))
+        self._progress("report", f"Summarized topic {topic_id}", percentage)
+
+    def _emit(self, reason: str, ids: list[int] | None) -> None:
+        if self.listener is not None:
+            try:
+                self.listener.topics_changed(self, reason, ids)
+            except Exception:
+                log.exception("topicsChanged listener failed")
+
+    def _progress(self, stage: ProgressStage, message: str, percentage: int) -> None:
+        if self.listener is not None:
+            try:
+                self.listener.summarizing(self, stage, message, percentage)
+            except Exception:
+                log.exception("progress listener failed")
+
+
+def _log_task_end(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("background task %s died", task.get_name(), exc_info=task.exception())
+
+
+_litellm_module: Any = None
+
+
+async def warm_litellm() -> Any:
+    """litellm, imported off the event loop the first time (it takes seconds and ~160 MB)."""
+    global _litellm_module
+    if _litellm_module is None:
+        _litellm_module = await asyncio.to_thread(load_litellm)
+    return _litellm_module
+
+
+def model_window(model: str | None) -> int | None:
+    """The chat model's input window, if litellm knows it (call off the event loop)."""
+    if not model:
+        return None
+    from topicforest.engine.llm import max_input_tokens
+
+    return max_input_tokens(model)

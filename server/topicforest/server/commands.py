@@ -1,0 +1,42 @@
+"""`topicforest serve`: the language server on stdio (what editors launch) or TCP (debugging)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from typing import Any
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
+    return host or "127.0.0.1", int(port)
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "serve", help="run the language server (stdio by default)", description=__doc__
+    )
+    parser.add_argument(
+        "--tcp", type=_address, metavar="HOST:PORT", help="listen on TCP instead of stdio"
+    )
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="level of the server's own logs sent to the client (default INFO)",
+    )
+    parser.set_defaults(func=serve)
+
+
+def serve(args: argparse.Namespace) -> int:
+    from topicforest.server import app  # imported late: `topicforest --help` stays instant
+
+    level = getattr(logging, args.log_level)
+    if args.tcp:
+        host, port = args.tcp
+        app.run_tcp(host, port, level)
+    else:
+        app.run_stdio(level)
+    return 0

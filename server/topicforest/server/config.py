@@ -1,0 +1,167 @@
+"""Settings of the `topicForest` section, validated key by key (jedi-language-server style).
+
+The wire uses camelCase keys. `parse_settings` never raises: an invalid value is reported and the
+previous value of that key stays in force; unknown keys are reported as warnings. API keys are
+never settings: they come from the environment only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import attrs
+import cattrs
+
+SECTION = "topicForest"
+SECRET_KEY = re.compile(r"(api_?key|secret|token|password)", re.IGNORECASE)
+
+
+def _model(_: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    if value is not None and not (0 < len(value.strip()) <= 200):
+        raise ValueError(f"{attribute.name} must be a non-empty model string")
+
+
+def _models(_: object, attribute: attrs.Attribute[Any], value: tuple[str, ...]) -> None:
+    if len(value) > 10 or any(not (0 < len(m.strip()) <= 200) for m in value):
+        raise ValueError("must be a list of at most 10 non-empty model strings")
+
+
+def _api_base(_: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    if value is not None and not re.match(r"^https?://[^\s/]+", value):
+        raise ValueError("must be an http:// or https:// URL")
+
+
+def _budget(_: object, attribute: attrs.Attribute[Any], value: int | str) -> None:
+    if value != "auto" and not (isinstance(value, int) and 256 <= value <= 1_000_000):
+        raise ValueError('must be "auto" or a number of tokens between 256 and 1000000')
+
+
+def _threshold(_: object, attribute: attrs.Attribute[Any], value: float) -> None:
+    if not 0.0 <= value <= 1.0:
+        raise ValueError("must be between 0 and 1")
+
+
+def _max_topics(_: object, attribute: attrs.Attribute[Any], value: int) -> None:
+    if not 1 <= value <= 1000:
+        raise ValueError("must be between 1 and 1000")
+
+
+@attrs.frozen
+class Settings:
+    chat_model: str | None = attrs.field(default=None, validator=_model)
+    summary_models: tuple[str, ...] = attrs.field(default=(), validator=_models)
+    api_base: str | None = attrs.field(default=None, validator=_api_base)
+    history_budget: int | Literal["auto"] = attrs.field(default="auto", validator=_budget)
+    merge_threshold: float = attrs.field(default=0.15, validator=_threshold)
+    max_topics: int = attrs.field(default=10, validator=_max_topics)
+    store_path: str | None = attrs.field(default=None)
+
+
+attrs.resolve_types(Settings)
+
+
+def camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+FIELDS: dict[str, attrs.Attribute[Any]] = {camel(a.name): a for a in attrs.fields(Settings)}
+DEFAULTS = Settings()
+
+
+def _strict_converter() -> cattrs.Converter:
+    """cattrs would happily turn "3" into 3 or True into 1; settings must have the right type."""
+    converter = cattrs.Converter()
+
+    def exact(kind: type) -> Any:
+        def hook(value: Any, _: Any) -> Any:
+            if isinstance(value, bool) and kind is not bool:
+                raise TypeError(f"expected {kind.__name__}, got a boolean")
+            if kind is float and isinstance(value, int):
+                return float(value)
+            if not isinstance(value, kind):
+                raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
+            return value
+
+        return hook
+
+    for kind in (str, int, float, bool):
+        converter.register_structure_hook(kind, exact(kind))
+
+    def sequence(value: Any, _: Any) -> tuple[str, ...]:
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            raise TypeError("expected a list of strings")
+        return tuple(value)
+
+    converter.register_structure_hook_func(lambda t: t == tuple[str, ...], sequence)
+
+    def budget(value: Any, _: Any) -> int | str:
+        if value == "auto" or (isinstance(value, int) and not isinstance(value, bool)):
+            return value  # type: ignore[no-any-return]
+        raise TypeError('expected "auto" or an integer')
+
+    converter.register_structure_hook_func(lambda t: t == int | Literal["auto"], budget)
+    return converter
+
+
+CONVERTER = _strict_converter()
+
+
+@dataclass
+class SettingsUpdate:
+    settings: Settings
+    errors: list[str] = field(default_factory=list)  # shown to the user
+    warnings: list[str] = field(default_factory=list)  # logged
+
+
+def section_of(raw: object) -> object:
+    """Accept both `{"topicForest": {...}}` and the bare section."""
+    if isinstance(raw, Mapping) and SECTION in raw:
+        return raw[SECTION]
+    return raw
+
+
+def parse_settings(raw: object, previous: Settings = DEFAULTS) -> SettingsUpdate:
+    """Settings from a client payload: absent keys take defaults, invalid ones keep `previous`."""
+    raw = section_of(raw)
+    if raw is None:
+        return SettingsUpdate(previous)
+    if not isinstance(raw, Mapping):
+        return SettingsUpdate(previous, errors=[f"{SECTION} settings must be an object"])
+    update = SettingsUpdate(DEFAULTS)
+    for key, value in raw.items():
+        attribute = FIELDS.get(key)
+        if attribute is None:
+            hint = (
+                " (API keys are read from the environment only)" if SECRET_KEY.search(key) else ""
+            )
+            update.warnings.append(f"unknown setting {SECTION}.{key} ignored{hint}")
+            continue
+        try:
+            # null means "unset": back to the default
+            kind: Any = attribute.type
+            typed = attribute.default if value is None else CONVERTER.structure(value, kind)
+            changes: dict[str, Any] = {attribute.name: typed}
+            update.settings = attrs.evolve(update.settings, **changes)
+        except Exception as exc:
+            kept = getattr(previous, attribute.name)
+            update.errors.append(f"{SECTION}.{key}: {_reason(exc)}; keeping {kept!r}")
+            changes = {attribute.name: kept}
+            update.settings = attrs.evolve(update.settings, **changes)
+    return update
+
+
+def _reason(exc: Exception) -> str:
+    return str(exc) or type(exc).__name__
+
+
+def to_wire(settings: Settings) -> dict[str, Any]:
+    """camelCase dict, for docs and for echoing the settings in force."""
+    out: dict[str, Any] = {}
+    for key, attribute in FIELDS.items():
+        value = getattr(settings, attribute.name)
+        out[key] = list(value) if isinstance(value, tuple) else value
+    return out

@@ -1,0 +1,116 @@
+"""initialize / initialized / shutdown, workspace folders and settings.
+
+`initialize` only records folders and settings: litellm is warmed afterwards in a worker thread
+(when a model is configured), so the handshake stays fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from topicforest.memory import model_window, warm_litellm
+from topicforest.server.config import SECTION, parse_settings
+
+if TYPE_CHECKING:
+    from topicforest.server.server import TopicForestServer
+
+log = logging.getLogger(__name__)
+
+
+def setup(server: TopicForestServer) -> None:
+    server.feature(types.INITIALIZE)(initialize)
+    server.feature(types.INITIALIZED)(initialized)
+    server.feature(types.SHUTDOWN)(shutdown)
+    server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)(did_change_configuration)
+    server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)(did_change_folders)
+
+
+def initialize(ls: TopicForestServer, params: types.InitializeParams) -> None:
+    for folder in params.workspace_folders or []:
+        ls.workspaces.add(folder.uri)
+    if not params.workspace_folders and params.root_uri:
+        ls.workspaces.add(params.root_uri)
+    ls.pending_messages = apply_settings(ls, params.initialization_options, notify=False)
+
+
+def initialized(ls: TopicForestServer, params: types.InitializedParams) -> None:
+    ls.log_bridge_loop(asyncio.get_running_loop())
+    ls.workspaces.start()
+    for message in ls.pending_messages:
+        ls.show(message)
+    ls.pending_messages = []
+    warm(ls)
+
+
+async def shutdown(ls: TopicForestServer, params: None) -> None:
+    await ls.workspaces.close()
+
+
+async def did_change_configuration(
+    ls: TopicForestServer, params: types.DidChangeConfigurationParams
+) -> None:
+    settings = params.settings
+    if _lacks_section(settings) and _can_pull(ls):
+        pulled = await ls.workspace_configuration_async(
+            types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
+        )
+        settings = pulled[0] if pulled else None
+    for message in apply_settings(ls, settings):
+        ls.show(message)
+    warm(ls)
+
+
+async def did_change_folders(
+    ls: TopicForestServer, params: types.DidChangeWorkspaceFoldersParams
+) -> None:
+    for folder in params.event.removed:
+        await ls.workspaces.remove(folder.uri)
+        ls.protocol.notify(
+            "topicForest/topicsChanged", {"workspaceUri": folder.uri, "reason": "workspaceRemoved"}
+        )
+    for folder in params.event.added:
+        ls.workspaces.add(folder.uri)
+        ls.protocol.notify(
+            "topicForest/topicsChanged", {"workspaceUri": folder.uri, "reason": "workspaceAdded"}
+        )
+
+
+def apply_settings(ls: TopicForestServer, raw: Any, *, notify: bool = True) -> list[str]:
+    """Validate and apply; returns messages for the user (invalid values keep the old ones)."""
+    update = parse_settings(raw, ls.settings)
+    for warning in update.warnings:
+        log.warning("%s", warning)
+    ls.workspaces.configure(update.settings, ls.workspaces.max_input_tokens)
+    if notify:
+        for memory in ls.workspaces.memories.values():
+            ls.notifier.topics_changed(memory, "configured", None)
+    return [f"Topic Forest settings: {e}" for e in update.errors]
+
+
+def warm(ls: TopicForestServer) -> None:
+    """Import litellm and learn the chat model's window off the event loop, if a model is set."""
+    settings = ls.settings
+    if not settings.chat_model and not settings.summary_models:
+        return
+
+    async def run() -> None:
+        await warm_litellm()
+        window = await asyncio.to_thread(model_window, settings.chat_model)
+        if ls.settings is settings:  # not superseded meanwhile
+            ls.workspaces.configure(settings, window)
+            log.info("litellm ready; chat model window: %s tokens", window or "unknown")
+
+    ls.spawn(run(), "warm-litellm")
+
+
+def _lacks_section(settings: Any) -> bool:
+    return not isinstance(settings, dict) or SECTION not in settings
+
+
+def _can_pull(ls: TopicForestServer) -> bool:
+    workspace = ls.client_capabilities.workspace
+    return bool(workspace and workspace.configuration)

@@ -1,0 +1,94 @@
+"""Registering custom methods: params validated against the protocol table, errors translated.
+
+Handlers get `(server, params)` with params already typed and defaulted, and may raise engine or
+memory exceptions; this module turns those into the documented JSON-RPC errors in one place.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from topicforest.engine import InvalidMessage, UnknownTopic
+from topicforest.memory import ChatNotConfigured, ProviderError
+from topicforest.server.protocol import (
+    BY_NAME,
+    CHAT_NOT_CONFIGURED,
+    PROVIDER_ERROR,
+    UNKNOWN_TOPIC,
+    ProtocolError,
+    invalid_params,
+    validate,
+)
+
+if TYPE_CHECKING:
+    from topicforest.server.server import TopicForestServer
+
+log = logging.getLogger(__name__)
+Handler = Callable[["TopicForestServer", dict[str, Any]], Any]
+
+
+def translate(exc: Exception, params: dict[str, Any]) -> Exception:
+    """The documented JSON-RPC error for an exception raised by the engine or a memory."""
+    if isinstance(exc, UnknownTopic):
+        return ProtocolError(UNKNOWN_TOPIC, str(exc), {"topicId": params.get("topicId")})
+    if isinstance(exc, InvalidMessage):
+        return invalid_params("threadId" if "thread id" in str(exc) else "message", str(exc))
+    if isinstance(exc, ChatNotConfigured):
+        return ProtocolError(CHAT_NOT_CONFIGURED, str(exc), {"setting": "topicForest.chatModel"})
+    if isinstance(exc, ProviderError):
+        return ProtocolError(PROVIDER_ERROR, str(exc))
+    return exc
+
+
+def request(server: TopicForestServer, name: str) -> Callable[[Handler], Handler]:
+    """Register `fn(server, params)` as the handler of custom method `name`."""
+    method = BY_NAME[name]
+
+    def decorator(fn: Handler) -> Handler:
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def run_async(ls: TopicForestServer, raw: object) -> Any:
+                params = validate(method, raw)
+                try:
+                    return await fn(ls, params)
+                except Exception as exc:
+                    raise translate(exc, params) from exc
+
+            server.feature(name)(run_async)
+        else:
+
+            @functools.wraps(fn)
+            def run(ls: TopicForestServer, raw: object) -> Any:
+                params = validate(method, raw)
+                try:
+                    return fn(ls, params)
+                except Exception as exc:
+                    raise translate(exc, params) from exc
+
+            server.feature(name)(run)
+        return fn
+
+    return decorator
+
+
+def notification(server: TopicForestServer, name: str) -> Callable[[Handler], Handler]:
+    """Register a custom notification handler; bad params are logged (there is no reply)."""
+    method = BY_NAME[name]
+
+    def decorator(fn: Handler) -> Handler:
+        @functools.wraps(fn)
+        def run(ls: TopicForestServer, raw: object) -> None:
+            try:
+                fn(ls, validate(method, raw))
+            except ProtocolError as exc:
+                log.warning("ignored %s: %s", name, exc.message)
+
+        server.feature(name)(run)
+        return fn
+
+    return decorator

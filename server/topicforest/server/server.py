@@ -1,0 +1,69 @@
+"""The language server object: pygls' LanguageServer plus the workspaces and task bookkeeping."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+from topicforest.server.config import Settings
+from topicforest.server.jsonrpc import raw_converter
+from topicforest.server.logbridge import LogBridge
+from topicforest.server.notify import Notifier
+from topicforest.server.workspaces import Workspaces
+
+log = logging.getLogger(__name__)
+
+
+def _version() -> str:
+    try:
+        return version("topicforest")
+    except PackageNotFoundError:
+        return "0"
+
+
+class TopicForestServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__(
+            "topicforest",
+            _version(),
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            converter_factory=raw_converter,
+        )
+        self.notifier = Notifier(self)
+        self.workspaces = Workspaces(listener=self.notifier)
+        self.tasks: set[asyncio.Task[Any]] = set()  # strong references to background work
+        self.pending_messages: list[str] = []  # settings errors found before `initialized`
+        self.log_bridge: LogBridge | None = None
+
+    def log_bridge_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self.log_bridge is not None:
+            self.log_bridge.loop = loop
+
+    @property
+    def settings(self) -> Settings:
+        return self.workspaces.settings
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        """Run `coro` in the background; its exception (if any) is logged, never lost."""
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self.tasks.add(task)
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self.tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("background task %s failed", task.get_name(), exc_info=task.exception())
+
+    def show(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
+        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+    def supports_progress(self) -> bool:
+        window = self.client_capabilities.window
+        return bool(window and window.work_done_progress)
