@@ -89,6 +89,10 @@ class StubConfig:
     hang_seconds: float = 3600.0  # a hang lasts this long or until the stub stops
     replies: deque[str] = field(default_factory=deque)  # scripted chat replies, used in order
     faults: deque[Fault | None] = field(default_factory=deque)  # per call, in order; None = ok
+    # Per kind of call ("summary" / "chat"), added for the server tests: extra latency, and
+    # faults consumed only by calls of that kind (before the shared `faults` queue).
+    kind_latency: dict[str, float] = field(default_factory=dict)
+    kind_faults: dict[str, deque[Fault]] = field(default_factory=dict)
 
 
 class StubLLM:
@@ -177,6 +181,25 @@ class StubLLM:
     def calls(self, kind: Literal["summary", "chat"] | None = None) -> list[RequestRecord]:
         return [r for r in self.requests if kind is None or r.kind == kind]
 
+    def fail_kind(
+        self,
+        call_kind: Literal["summary", "chat"],
+        kind: FaultKind,
+        *,
+        status: int = 500,
+        times: int = 1,
+        message: str = "",
+    ) -> None:
+        """Like `fail`, but only calls of `call_kind` take these faults."""
+        fault = Fault(kind, status, message or f"injected {kind} {status}")
+        self.config.kind_faults.setdefault(call_kind, deque()).extend([fault] * times)
+
+    def _next_fault(self, call_kind: str) -> Fault | None:
+        own = self.config.kind_faults.get(call_kind)
+        if own:
+            return own.popleft()
+        return self.config.faults.popleft() if self.config.faults else None
+
     def usage(self, kind: Literal["summary", "chat"] | None = None) -> tuple[int, int, int]:
         """(answered calls, prompt tokens, completion tokens)."""
         done = [r for r in self.calls(kind) if r.ok]
@@ -214,8 +237,8 @@ class StubLLM:
             prompt_tokens=sum(estimate_tokens(_text(m)) + MESSAGE_OVERHEAD for m in messages),
         )
         self.requests.append(record)
-        record.fault = self.config.faults.popleft() if self.config.faults else None
-        await self._sleep(self._latency())
+        record.fault = self._next_fault(kind)
+        await self._sleep(self._latency() + self.config.kind_latency.get(kind, 0.0))
 
         fault = record.fault
         if fault and fault.kind == "status":
@@ -506,6 +529,17 @@ class ThreadedStubLLM:
 
     def calls(self, kind: Literal["summary", "chat"] | None = None) -> list[RequestRecord]:
         return self.stub.calls(kind)
+
+    def fail_kind(
+        self,
+        call_kind: Literal["summary", "chat"],
+        kind: FaultKind,
+        *,
+        status: int = 500,
+        times: int = 1,
+        message: str = "",
+    ) -> None:
+        self.stub.fail_kind(call_kind, kind, status=status, times=times, message=message)
 
     def usage(self, kind: Literal["summary", "chat"] | None = None) -> tuple[int, int, int]:
         return self.stub.usage(kind)
