@@ -1,0 +1,501 @@
+"""(De)serialization of a ContextWindow's state, row by row and only what changed.
+
+`Mirror` remembers, per entity (root, centroid, summary, …), a cheap fingerprint of what the
+database holds. `save` compares the window against it and writes only the differences, tagged
+with the transaction's `rev`; `load` reads only rows with a `rev` newer than the last one this
+process saw (everything when opening) and applies them to the window. Open and reload-after-
+another-process-committed are the same code path.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from topicforest.engine.centroids import Centroid
+from topicforest.engine.embedding import norm_sq
+from topicforest.engine.forest import Forest
+from topicforest.engine.messages import Message
+from topicforest.engine.recall import RecallIndex
+from topicforest.engine.window import ContextWindow, Spend, Summary
+
+RootFp = tuple[int, int, bool, bool, bool, int]
+CentroidFp = tuple[int, int, int, int, float, float]
+SummaryFp = tuple[str, int, int, int, str]
+SpendFp = tuple[int, int, int]
+
+MESSAGE_COLUMNS = "id, thread_id, role, content, timestamp, tokens, cancelled"
+
+
+def row_to_message(row: tuple[Any, ...]) -> Message:
+    return Message(
+        id=row[0],
+        thread_id=row[1],
+        role=row[2],
+        content=row[3],
+        timestamp=row[4],
+        tokens=row[5],
+        cancelled=bool(row[6]),
+    )
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def reset_window(window: ContextWindow) -> None:
+    """Empty `window` in place (same object, same log/config), as its constructor would."""
+    fresh = ContextWindow(window.config, log=window.log, count=window.count, clock=window.clock)
+    vars(window).update(vars(fresh))
+
+
+class Mirror:
+    """What this process knows the database holds; see the module docstring."""
+
+    def __init__(self) -> None:
+        self.rev = -1  # nothing loaded yet
+        self.roots: dict[int, RootFp] = {}
+        self.placement: dict[int, tuple[int, int]] = {}  # member id -> (root, position)
+        self.centroids: dict[int, CentroidFp] = {}
+        self.summaries: dict[int, SummaryFp] = {}
+        self.spend: dict[int, SpendFp] = {}
+        self.pending: set[int] = set()
+        self.last_planted: dict[str, int] = {}
+        self.df: dict[str, int] = {}
+        self.n_docs = 0
+        self.df_generation = 0
+        self.next_order = 0
+        self.fallback: str | None = None
+
+    # -- fingerprints (the same functions serve load and save) ------------------------------
+    @staticmethod
+    def root_fp(window: ContextWindow, root: int) -> RootFp:
+        info = window.forest.root(root)
+        return (
+            info.order,
+            info.version,
+            info.dropped,
+            root in window.pinned,
+            root in window.expanded,
+            len(info.members),
+        )
+
+    @staticmethod
+    def centroid_fp(c: Centroid) -> CentroidFp:
+        # Adding or merging always adds tokens; pruning always shrinks the term set.
+        return (c.tokens, len(c.terms), len(c.files), len(c.symbols), c.first_time, c.last_time)
+
+    @staticmethod
+    def summary_fp(s: Summary) -> SummaryFp:
+        return (s.text, s.version, len(s.covered), s.tokens, s.model)
+
+    @staticmethod
+    def spend_fp(s: Spend) -> SpendFp:
+        return (s.calls, s.input_tokens, s.output_tokens)
+
+    # -- load --------------------------------------------------------------------------------
+    def load(self, conn: sqlite3.Connection, window: ContextWindow, *, full: bool = False) -> bool:
+        """Bring `window` up to date with the database; returns whether anything changed."""
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        rev = int(meta["rev"])
+        if full or self.rev < 0:
+            self.__init__()  # type: ignore[misc]
+            reset_window(window)
+        elif rev == self.rev:
+            return False
+        since = self.rev
+        self._load_doc_freq(conn, window, meta, since)
+        changed_roots = self._load_forest(conn, window, meta, since)
+        self._load_centroids(conn, window, since)
+        self._load_summaries(conn, window, since)
+        self._load_small_tables(conn, window)
+        self._load_pending(conn, window, since)
+        self._load_hot(conn, window, since)
+        self.fallback = window.fallback_summary = meta["fallback_summary"]
+        planted = []
+        for root in changed_roots:
+            for pos, member in enumerate(window.forest.members(root)):
+                if self.placement.get(member) is None:
+                    planted.append(member)
+                self.placement[member] = (root, pos)
+        recall = window.recall
+        if isinstance(recall, StoredRecall):
+            recall.planted_elsewhere(planted)
+        else:
+            window.recall = StoredRecall(self._recall_loader(conn, window))
+        self.rev = rev
+        return True
+
+    def _load_doc_freq(
+        self, conn: sqlite3.Connection, window: ContextWindow, meta: dict[str, Any], since: int
+    ) -> None:
+        n_docs, generation = int(meta["n_docs"]), int(meta["df_generation"])
+        if generation != self.df_generation or since < 0:  # pruned: deletions, reload all
+            self.df = dict(conn.execute("SELECT term, df FROM doc_freq").fetchall())
+        elif n_docs != self.n_docs:
+            self.df.update(conn.execute("SELECT term, df FROM doc_freq WHERE rev > ?", (since,)))
+        else:
+            return
+        self.n_docs, self.df_generation = n_docs, generation
+        window.embedder.restore(self.df, n_docs)
+
+    def _load_forest(
+        self, conn: sqlite3.Connection, window: ContextWindow, meta: dict[str, Any], since: int
+    ) -> list[int]:
+        rows = conn.execute(
+            "SELECT id, ord, version, size, dropped, pinned, expanded, rev FROM roots"
+        ).fetchall()
+        forest = window.forest
+        self.next_order = int(meta["next_order"])
+        ids = {row[0] for row in rows}
+        changed = [row[0] for row in rows if row[7] > since or not forest.is_root(row[0])]
+        if not changed and ids == set(self.roots) and self.next_order == forest._next_order:
+            return []
+        members: dict[int, list[int]] = {root: [] for root in changed}
+        if since < 0:
+            for member, root in conn.execute(
+                "SELECT id, root_id FROM messages WHERE root_id IS NOT NULL ORDER BY root_id, pos"
+            ):
+                members[root].append(member)
+        else:
+            for root in changed:
+                members[root] = [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT id FROM messages WHERE root_id = ? ORDER BY pos", (root,)
+                    )
+                ]
+        snapshot = {
+            "roots": [
+                {
+                    "id": root,
+                    "order": order,
+                    "version": version,
+                    "dropped": bool(dropped),
+                    "members": members[root] if root in members else forest.members(root),
+                }
+                for root, order, version, _size, dropped, _p, _e, _rev in rows
+            ],
+            "next_order": self.next_order,
+        }
+        window.forest = Forest.from_snapshot(snapshot)
+        window.pinned = {row[0] for row in rows if row[5]}
+        window.expanded = {row[0] for row in rows if row[6]}
+        self.roots = {row[0]: self.root_fp(window, row[0]) for row in rows}
+        return changed
+
+    def _load_centroids(self, conn: sqlite3.Connection, window: ContextWindow, since: int) -> None:
+        index = window.index
+        idf = window.embedder.idf
+        for root in [r for r in index.centroids if not window.forest.is_root(r)]:
+            index.discard(root)
+            self.centroids.pop(root, None)
+        for root, terms, files, symbols, tokens, first, last in conn.execute(
+            "SELECT root_id, terms, files, symbols, tokens, first_time, last_time FROM centroids"
+            " WHERE rev > ?",
+            (since,),
+        ):
+            index.discard(root)  # also forgets cached pair products that involved it
+            counts: Counter[str] = Counter(json.loads(terms))
+            centroid = Centroid(
+                terms=counts,
+                norm_sq=norm_sq(counts, idf),
+                files=Counter(json.loads(files)),
+                symbols=Counter(json.loads(symbols)),
+                tokens=tokens,
+                first_time=first,
+                last_time=last,
+            )
+            index.centroids[root] = centroid
+            self.centroids[root] = self.centroid_fp(centroid)
+
+    def _load_summaries(self, conn: sqlite3.Connection, window: ContextWindow, since: int) -> None:
+        stored = {r[0] for r in conn.execute("SELECT root_id FROM summaries")}
+        for root in [r for r in window.summaries if r not in stored]:
+            del window.summaries[root]
+            self.summaries.pop(root, None)
+        for root, text, version, covered, tokens, model in conn.execute(
+            "SELECT root_id, text, version, covered, tokens, model FROM summaries WHERE rev > ?",
+            (since,),
+        ):
+            summary = Summary(text, version, set(json.loads(covered)), tokens, model)
+            window.summaries[root] = summary
+            self.summaries[root] = self.summary_fp(summary)
+
+    def _load_small_tables(self, conn: sqlite3.Connection, window: ContextWindow) -> None:
+        window.spend = {
+            root: Spend(calls, inp, out)
+            for root, calls, inp, out in conn.execute(
+                "SELECT root_id, calls, input_tokens, output_tokens FROM spend"
+            )
+        }
+        self.spend = {root: self.spend_fp(s) for root, s in window.spend.items()}
+        window._last_planted = dict(
+            conn.execute(
+                "SELECT thread_id, last_planted FROM threads WHERE last_planted IS NOT NULL"
+            ).fetchall()
+        )
+        self.last_planted = dict(window._last_planted)
+
+    def _load_pending(self, conn: sqlite3.Connection, window: ContextWindow, since: int) -> None:
+        pending = window.pending_terms
+        if since >= 0:
+            stored = {r[0] for r in conn.execute("SELECT message_id FROM pending")}
+            for message_id in [m for m in pending if m not in stored]:
+                del pending[message_id]
+        for message_id, terms in conn.execute(
+            "SELECT message_id, terms FROM pending WHERE rev > ?", (since,)
+        ):
+            pending[message_id] = Counter(json.loads(terms))
+        self.pending = set(pending)
+
+    def _load_hot(self, conn: sqlite3.Connection, window: ContextWindow, since: int) -> None:
+        """Hot zones are the messages no topic holds yet, per thread in id order."""
+        if since < 0:
+            threads = None
+        else:
+            threads = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT DISTINCT thread_id FROM messages WHERE rev > ?", (since,)
+                )
+            ]
+            if not threads:
+                return
+            for thread in threads:
+                window.hot.pop(thread, None)
+                window.hot_tokens.pop(thread, None)
+        query = f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE root_id IS NULL"
+        if threads is None:
+            rows = conn.execute(query + " ORDER BY id")
+        else:
+            rows = conn.execute(
+                query + " AND thread_id IN (SELECT value FROM json_each(?)) ORDER BY id",
+                (_dumps(threads),),
+            )
+        for row in rows:
+            window.push_hot(row_to_message(row))
+
+    @staticmethod
+    def _recall_loader(
+        conn: sqlite3.Connection, window: ContextWindow
+    ) -> Callable[[StoredRecall, list[int] | None], None]:
+        def load(recall: StoredRecall, ids: list[int] | None) -> None:
+            known, forest = window.embedder.df, window.forest
+            query = "SELECT id, terms, tokens FROM messages WHERE root_id IS NOT NULL"
+            if ids is None:
+                rows = conn.execute(query + " ORDER BY id")
+            else:
+                rows = conn.execute(
+                    query + " AND id IN (SELECT value FROM json_each(?)) ORDER BY id",
+                    (_dumps(ids),),
+                )
+            for message_id, terms, tokens in rows:
+                if message_id not in forest:  # graduated after our last reload: comes later
+                    continue
+                words = [t for t in terms.split(" ") if t in known] if terms else []
+                RecallIndex.add(recall, message_id, words, tokens)
+
+        return load
+
+    # -- save --------------------------------------------------------------------------------
+    def save(self, conn: sqlite3.Connection, window: ContextWindow, rev: int) -> bool:
+        """Write what changed in `window` since the last load/save; returns whether any did."""
+        wrote = self._save_forest(conn, window, rev)
+        wrote |= self._save_centroids(conn, window, rev)
+        wrote |= self._save_doc_freq(conn, window, rev)
+        wrote |= self._save_summaries(conn, window, rev)
+        wrote |= self._save_spend(conn, window, rev)
+        wrote |= self._save_pending(conn, window, rev)
+        wrote |= self._save_threads(conn, window, rev)
+        wrote |= self._save_meta(conn, window)
+        return wrote
+
+    def _save_forest(self, conn: sqlite3.Connection, window: ContextWindow, rev: int) -> bool:
+        forest = window.forest
+        current = forest.roots()
+        changed: list[int] = []
+        for root in current:
+            fp = self.root_fp(window, root)
+            if self.roots.get(root) != fp:
+                self.roots[root] = fp
+                changed.append(root)
+        gone = set(self.roots) - set(current)
+        if not changed and not gone:
+            return False
+        conn.executemany(
+            "INSERT OR REPLACE INTO roots (id, ord, version, dropped, pinned, expanded, size, rev)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [(root, *self.roots[root], rev) for root in changed],
+        )
+        conn.executemany("DELETE FROM roots WHERE id = ?", [(root,) for root in gone])
+        for root in gone:
+            del self.roots[root]
+        moves, planted = [], []
+        for root in changed:
+            for pos, member in enumerate(forest.members(root)):
+                place = self.placement.get(member)
+                if place != (root, pos):
+                    self.placement[member] = (root, pos)
+                    moves.append((root, pos, rev, member))
+                    if place is None:  # newly graduated: keep its terms for the recall index
+                        terms = window.pending_terms.get(member)
+                        planted.append((" ".join(terms) if terms else None, member))
+        conn.executemany("UPDATE messages SET root_id = ?, pos = ?, rev = ? WHERE id = ?", moves)
+        conn.executemany("UPDATE messages SET terms = ? WHERE id = ?", planted)
+        return True
+
+    def _save_centroids(self, conn: sqlite3.Connection, window: ContextWindow, rev: int) -> bool:
+        centroids = window.index.centroids
+        rows = []
+        for root, c in centroids.items():
+            fp = self.centroid_fp(c)
+            if self.centroids.get(root) != fp:
+                self.centroids[root] = fp
+                rows.append(
+                    (root, _dumps(c.terms), _dumps(c.files), _dumps(c.symbols), c.tokens,
+                     c.first_time, c.last_time, rev)
+                )  # fmt: skip
+        gone = [(root,) for root in self.centroids if root not in centroids]
+        conn.executemany(
+            "INSERT OR REPLACE INTO centroids (root_id, terms, files, symbols, tokens, first_time,"
+            " last_time, rev) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        conn.executemany("DELETE FROM centroids WHERE root_id = ?", gone)
+        for (root,) in gone:
+            del self.centroids[root]
+        return bool(rows or gone)
+
+    def _save_doc_freq(self, conn: sqlite3.Connection, window: ContextWindow, rev: int) -> bool:
+        embedder = window.embedder
+        if embedder.n_docs == self.n_docs and len(embedder.df) == len(self.df):
+            return False
+        df = embedder.df
+        changed = [(t, c, rev) for t, c in df.items() if self.df.get(t) != c]
+        gone = [(t,) for t in self.df if t not in df]
+        conn.executemany(
+            "INSERT OR REPLACE INTO doc_freq (term, df, rev) VALUES (?, ?, ?)", changed
+        )
+        if gone:  # the vocabulary was pruned: readers must reload it whole
+            conn.executemany("DELETE FROM doc_freq WHERE term = ?", gone)
+            self.df_generation += 1
+            _set_meta(conn, "df_generation", self.df_generation)
+        self.df = dict(df)
+        self.n_docs = embedder.n_docs
+        _set_meta(conn, "n_docs", self.n_docs)
+        return True
+
+    def _save_summaries(self, conn: sqlite3.Connection, window: ContextWindow, rev: int) -> bool:
+        rows = []
+        for root, s in window.summaries.items():
+            fp = self.summary_fp(s)
+            if self.summaries.get(root) != fp:
+                self.summaries[root] = fp
+                rows.append(
+                    (root, s.text, s.version, _dumps(sorted(s.covered)), s.tokens, s.model, rev)
+                )
+        gone = [(root,) for root in self.summaries if root not in window.summaries]
+        conn.executemany(
+            "INSERT OR REPLACE INTO summaries (root_id, text, version, covered, tokens, model, rev)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        conn.executemany("DELETE FROM summaries WHERE root_id = ?", gone)
+        for (root,) in gone:
+            del self.summaries[root]
+        return bool(rows or gone)
+
+    def _save_spend(self, conn: sqlite3.Connection, window: ContextWindow, rev: int) -> bool:
+        rows = []
+        for root, s in window.spend.items():
+            fp = self.spend_fp(s)
+            if self.spend.get(root) != fp:
+                self.spend[root] = fp
+                rows.append((root, *fp, rev))
+        gone = [(root,) for root in self.spend if root not in window.spend]
+        conn.executemany(
+            "INSERT OR REPLACE INTO spend (root_id, calls, input_tokens, output_tokens, rev)"
+            " VALUES (?, ?, ?, ?, ?)",
+            rows,
+        )
+        conn.executemany("DELETE FROM spend WHERE root_id = ?", gone)
+        for (root,) in gone:
+            del self.spend[root]
+        return bool(rows or gone)
+
+    def _save_pending(self, conn: sqlite3.Connection, window: ContextWindow, rev: int) -> bool:
+        pending = window.pending_terms
+        if len(pending) == len(self.pending) and pending.keys() == self.pending:
+            return False
+        added = [(m, _dumps(pending[m]), rev) for m in pending.keys() - self.pending]
+        gone = [(m,) for m in self.pending - pending.keys()]
+        conn.executemany(
+            "INSERT OR REPLACE INTO pending (message_id, terms, rev) VALUES (?, ?, ?)", added
+        )
+        conn.executemany("DELETE FROM pending WHERE message_id = ?", gone)
+        self.pending = set(pending)
+        return True
+
+    def _save_threads(self, conn: sqlite3.Connection, window: ContextWindow, rev: int) -> bool:
+        changed = [
+            (m, rev, t) for t, m in window._last_planted.items() if self.last_planted.get(t) != m
+        ]
+        conn.executemany(
+            "UPDATE threads SET last_planted = ?, rev = ? WHERE thread_id = ?", changed
+        )
+        self.last_planted = dict(window._last_planted)
+        return bool(changed)
+
+    def _save_meta(self, conn: sqlite3.Connection, window: ContextWindow) -> bool:
+        wrote = False
+        next_order = window.forest._next_order
+        if next_order != self.next_order:
+            self.next_order = next_order
+            _set_meta(conn, "next_order", next_order)
+            wrote = True
+        if window.fallback_summary != self.fallback:
+            self.fallback = window.fallback_summary
+            _set_meta(conn, "fallback_summary", self.fallback)
+            wrote = True
+        return wrote
+
+
+class StoredRecall(RecallIndex):
+    """The engine's recall index, built from stored terms on first use (not on the open path)."""
+
+    def __init__(self, loader: Callable[[StoredRecall, list[int] | None], None]) -> None:
+        super().__init__()
+        self._loader: Callable[[StoredRecall, list[int] | None], None] | None = loader
+        self._load_fn = loader
+
+    def ensure(self) -> None:
+        if self._loader is not None:
+            loader, self._loader = self._loader, None
+            loader(self, None)
+
+    def planted_elsewhere(self, message_ids: list[int]) -> None:
+        """Another process graduated these messages: index them if the index is built."""
+        if self._loader is None and message_ids:
+            self._load_fn(self, message_ids)
+
+    def add(self, message_id: int, terms: Iterable[str], tokens: int) -> None:
+        self.ensure()
+        super().add(message_id, terms, tokens)
+
+    def prune(self, known: Mapping[str, int]) -> None:
+        self.ensure()
+        super().prune(known)
+
+    def search(
+        self, query: Mapping[str, int], idf: Mapping[str, float], limit: int = 50
+    ) -> list[tuple[int, float]]:
+        self.ensure()
+        return super().search(query, idf, limit)
+
+
+def _set_meta(conn: sqlite3.Connection, key: str, value: object) -> None:
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))

@@ -1,0 +1,371 @@
+"""The workspace memory database: durable appends, transactions that keep processes in step.
+
+Every change to a `StoredWindow` runs in one SQLite write transaction that first loads what other
+processes committed (so the change applies to current state), then mutates the engine, writes the
+difference and commits. If anything fails the transaction is rolled back and the window reloaded
+from the database, so memory and disk never disagree and nothing is half-written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from topicforest.engine.config import WindowConfig
+from topicforest.engine.errors import EngineError
+from topicforest.engine.messages import Message
+from topicforest.engine.summarize.base import SummaryResult
+from topicforest.engine.tokens import TokenCounter, estimate_tokens
+from topicforest.engine.window import ContextWindow, SummaryJob
+from topicforest.store.errors import StoreError
+from topicforest.store.lease import Lease
+from topicforest.store.paths import store_path
+from topicforest.store.schema import connect
+from topicforest.store.state import MESSAGE_COLUMNS, Mirror, row_to_message
+from topicforest.store.state import _set_meta as set_meta
+
+T = TypeVar("T")
+TITLE_CHARS = 80
+
+
+@dataclass(frozen=True)
+class ThreadRow:
+    thread_id: str
+    message_count: int
+    last_time: float
+    title: str
+
+
+def describe(exc: sqlite3.Error, path: Path) -> str:
+    code = getattr(exc, "sqlite_errorname", "")
+    if code.startswith("SQLITE_FULL"):
+        return f"the disk is full or the memory database {path} reached its size limit"
+    if code.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM")):
+        return f"the memory database {path} cannot be written ({exc})"
+    if code.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+        return f"the memory database {path} is damaged ({exc})"
+    return f"memory database error in {path}: {exc}"
+
+
+class Store:
+    def __init__(self, path: str | os.PathLike[str], *, max_pages: int | None = None) -> None:
+        self.path = Path(path)
+        self.conn = connect(self.path, max_pages=max_pages)
+        self.lease = Lease(self.path.with_name(self.path.name + ".lease"))
+        self.mirror = Mirror()
+        self.window: StoredWindow | None = None
+        self.log = SqliteMessageLog(self)
+        self._lock = threading.RLock()
+        self._depth = 0  # nesting of transaction()
+        self._rev = 0  # the rev the open write transaction writes with
+        self._wrote = False
+        self._data_version = self._pragma("data_version")
+
+    @classmethod
+    def for_workspace(
+        cls,
+        workspace: str | os.PathLike[str] | None,
+        store_dir: str | os.PathLike[str] | None = None,
+        **kwargs: int | None,
+    ) -> Store:
+        store = cls(store_path(workspace, store_dir), **kwargs)
+        if workspace is not None and store.meta("workspace") is None:
+            with store.transaction():
+                set_meta(store.conn, "workspace", str(Path(workspace).expanduser().resolve()))
+                store.touch()
+        return store
+
+    def open_window(
+        self,
+        config: WindowConfig | None = None,
+        *,
+        count: TokenCounter = estimate_tokens,
+        clock: Callable[[], float] = time.time,
+    ) -> StoredWindow:
+        """The store's window, restored from disk (one per store)."""
+        window = StoredWindow(self, config, count=count, clock=clock)
+        self.window = window
+        self._read(lambda: self.mirror.load(self.conn, window, full=True))
+        return window
+
+    def close(self) -> None:
+        with self._lock:
+            self.lease.release()
+            self.conn.close()
+
+    # -- transactions ------------------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[int]:
+        """A write transaction (re-entrant) that starts from current state; yields its rev."""
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield self._rev
+                finally:
+                    self._depth -= 1
+                return
+            self._begin()
+            self._depth = 1
+            try:
+                yield self._rev
+                window = self.window
+                if window is not None:
+                    self._wrote |= self.mirror.save(self.conn, window, self._rev)
+                if self._wrote:
+                    set_meta(self.conn, "rev", self._rev)
+                self.conn.execute("COMMIT")
+                if self._wrote:
+                    self.mirror.rev = self._rev
+            except BaseException as exc:
+                self._abort(exc)
+                if isinstance(exc, sqlite3.Error):
+                    raise StoreError(describe(exc, self.path)) from exc
+                raise
+            finally:
+                self._depth = 0
+                self._wrote = False
+
+    def touch(self) -> None:
+        """Mark the open transaction as having written rows tagged with its rev."""
+        self._wrote = True
+
+    def _begin(self) -> None:
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+            if self.window is not None:
+                self.mirror.load(self.conn, self.window)  # apply the others' commits first
+            self._rev = self.meta_int("rev") + 1
+        except BaseException as exc:
+            self._abort(exc)
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(describe(exc, self.path)) from exc
+            raise
+
+    def _abort(self, exc: BaseException) -> None:
+        try:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+        window = self.window
+        # The engine leaves its state untouched when it rejects input; anything else may have
+        # changed memory that is now not on disk, so memory is rebuilt from disk.
+        if window is not None and not isinstance(exc, EngineError):
+            try:
+                self._read(lambda: self.mirror.load(self.conn, window, full=True))
+            except StoreError:
+                self.mirror.rev = -1  # retried by the next transaction or refresh
+
+    def _read(self, fn: Callable[[], T]) -> T:
+        """Run `fn` on one consistent snapshot of the database."""
+        with self._lock:
+            if self._depth:
+                return fn()
+            try:
+                self.conn.execute("BEGIN")
+                try:
+                    return fn()
+                finally:
+                    self.conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise StoreError(describe(exc, self.path)) from exc
+
+    def _pragma(self, name: str) -> int:
+        try:
+            return int(self.conn.execute(f"PRAGMA {name}").fetchone()[0])
+        except sqlite3.Error as exc:
+            raise StoreError(describe(exc, self.path)) from exc
+
+    # -- other processes -------------------------------------------------------------------
+    def changed_elsewhere(self) -> bool:
+        """Whether another connection committed since we last looked (cheap)."""
+        with self._lock:
+            version = self._pragma("data_version")
+            if version == self._data_version and self.mirror.rev >= 0:
+                return False
+            self._data_version = version
+            return True
+
+    def refresh(self) -> bool:
+        """Load what other processes committed; returns whether the window changed."""
+        window = self.window
+        if window is None or not self.changed_elsewhere():
+            return False
+        return self._read(lambda: self.mirror.load(self.conn, window))
+
+    # -- queries -----------------------------------------------------------------------------
+    def meta(self, key: str) -> object:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def meta_int(self, key: str) -> int:
+        value = self.meta(key)
+        return int(value) if isinstance(value, (int, str)) else 0
+
+    def threads(self) -> list[ThreadRow]:
+        rows = self._read(
+            lambda: self.conn.execute(
+                "SELECT thread_id, message_count, last_time, title FROM threads"
+                " ORDER BY last_time DESC"
+            ).fetchall()
+        )
+        return [ThreadRow(*row) for row in rows]
+
+    def thread_history(self, thread_id: str, limit: int | None = None) -> list[Message]:
+        """A thread's newest `limit` messages (all by default), oldest first."""
+        rows = self._read(
+            lambda: self.conn.execute(
+                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE thread_id = ?"
+                " ORDER BY id DESC LIMIT ?",
+                (thread_id, -1 if limit is None else limit),
+            ).fetchall()
+        )
+        return [row_to_message(row) for row in reversed(rows)]
+
+    def message_count(self) -> int:
+        return int(
+            self._read(lambda: self.conn.execute("SELECT count(*) FROM messages").fetchone()[0])
+        )
+
+    def integrity_ok(self) -> bool:
+        result = self._read(lambda: self.conn.execute("PRAGMA quick_check").fetchone()[0])
+        return bool(result == "ok")
+
+
+class SqliteMessageLog:
+    """The engine's MessageLog on SQLite: message text stays on disk, not in RAM."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def next_id(self) -> int:
+        store = self._store
+        with store.transaction():  # joins the caller's transaction, so the id stays reserved
+            return store.meta_int("next_message_id")
+
+    def add(self, message: Message) -> None:
+        store = self._store
+        with store.transaction() as rev:
+            conn = store.conn
+            conn.execute(
+                "INSERT INTO messages (id, thread_id, role, content, timestamp, tokens, cancelled,"
+                " rev) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (message.id, message.thread_id, message.role, message.content,
+                 message.timestamp, message.tokens, int(message.cancelled), rev),
+            )  # fmt: skip
+            conn.execute(
+                "UPDATE meta SET value = max(value, ?) WHERE key = 'next_message_id'",
+                (message.id + 1,),
+            )
+            title = " ".join(message.content.split())[:TITLE_CHARS]
+            conn.execute(
+                "INSERT INTO threads (thread_id, title, first_time, last_time, message_count, rev)"
+                " VALUES (?, ?, ?, ?, 1, ?) ON CONFLICT (thread_id) DO UPDATE SET"
+                " last_time = max(last_time, excluded.last_time),"
+                " message_count = message_count + 1, rev = excluded.rev,"
+                " title = CASE WHEN title = '' THEN excluded.title ELSE title END",
+                (message.thread_id, title if message.role == "user" else "",
+                 message.timestamp, message.timestamp, rev),
+            )  # fmt: skip
+            store.touch()
+
+    def get(self, message_id: int) -> Message:
+        return self.get_many([message_id])[0]
+
+    def get_many(self, message_ids: Iterable[int]) -> list[Message]:
+        ids = list(message_ids)
+        if not ids:
+            return []
+        rows = self._store._read(
+            lambda: self._store.conn.execute(
+                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id IN"
+                " (SELECT value FROM json_each(?))",
+                (json.dumps(ids),),
+            ).fetchall()
+        )
+        found = {row[0]: row_to_message(row) for row in rows}
+        try:
+            return [found[i] for i in ids]
+        except KeyError as exc:
+            raise KeyError(f"message {exc.args[0]} is not in the store") from None
+
+    def __len__(self) -> int:
+        return self._store.message_count()
+
+
+class StoredWindow(ContextWindow):
+    """A ContextWindow whose every change is one store transaction (see the module docstring).
+
+    Reads (topics, render, search) use memory; `Store.refresh` brings in other processes' work.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        config: WindowConfig | None = None,
+        *,
+        count: TokenCounter = estimate_tokens,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        super().__init__(config, log=store.log, count=count, clock=clock)
+        self.store = store
+
+    def append(
+        self,
+        thread_id: str,
+        role: str,
+        content: object,
+        *,
+        timestamp: float | None = None,
+        cancelled: bool = False,
+    ) -> Message:
+        """Store a message; it is committed to disk before this returns."""
+        with self.store.transaction():
+            return super().append(
+                thread_id, role, content, timestamp=timestamp, cancelled=cancelled
+            )
+
+    def graduate(self, thread_id: str | None = None) -> list[Message]:
+        with self.store.transaction():
+            return super().graduate(thread_id)
+
+    def flush_thread(self, thread_id: str) -> list[Message]:
+        with self.store.transaction():
+            return super().flush_thread(thread_id)
+
+    def drop(self, topic_id: int) -> None:
+        with self.store.transaction():
+            super().drop(topic_id)
+
+    def restore(self, topic_id: int) -> None:
+        with self.store.transaction():
+            super().restore(topic_id)
+
+    def pin(self, topic_id: int, pinned: bool = True) -> None:
+        with self.store.transaction():
+            super().pin(topic_id, pinned)
+
+    def expand(self, topic_id: int) -> list[Message]:
+        with self.store.transaction():
+            return super().expand(topic_id)
+
+    def collapse(self, topic_id: int) -> None:
+        with self.store.transaction():
+            super().collapse(topic_id)
+
+    def summary_jobs(self, target_tokens: int | None = None) -> list[SummaryJob]:
+        with self.store.transaction():
+            return super().summary_jobs(target_tokens)
+
+    def apply_summary(self, job: SummaryJob, result: SummaryResult) -> bool:
+        with self.store.transaction():
+            return super().apply_summary(job, result)

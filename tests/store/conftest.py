@@ -1,0 +1,85 @@
+"""Store test helpers: realistic conversations and a full dump of a window's state."""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import asdict
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from topicforest.engine.window import ContextWindow
+from topicforest.store import Store
+
+SUBJECTS = [
+    ("server/api/invoices.py", "create_invoice", "postgres", "alembic migration due_date"),
+    ("web/src/InvoiceTable.tsx", "useInvoiceQuery", "react", "pagination sorting columns"),
+    ("infra/docker-compose.yml", "pg_isready", "docker", "healthcheck port 5433 volume"),
+    ("tests/test_billing.py", "test_late_fee", "pytest", "fixture freezegun tmp_path"),
+    ("ml/train.py", "build_dataloader", "torch", "batch_size learning_rate cuda"),
+    ("auth/session.py", "refresh_token", "jwt", "expiry cookie samesite csrf"),
+]
+
+
+def sample_messages() -> list[tuple[str, str]]:
+    """The bundled sample conversation as (role, content) pairs."""
+    text = resources.files("topicforest").joinpath("data/sample_conversation.json").read_text()
+    return [(m["role"], m["content"]) for m in json.loads(text)["messages"]]
+
+
+def synthetic(count: int, seed: int = 7) -> Iterator[tuple[str, str]]:
+    """`count` user/assistant messages about a handful of code subjects, topic by topic."""
+    rng = random.Random(seed)
+    for i in range(count // 2):
+        path, symbol, library, words = SUBJECTS[(i // 12) % len(SUBJECTS)]
+        extra = " ".join(rng.sample(words.split(), 2))
+        yield "user", f"In {path}, {symbol} fails with {library} ({extra}); turn {i}?"
+        yield "assistant", f"Change {symbol} in {path}: the {library} {extra} setting, step {i}."
+
+
+def state_of(window: ContextWindow) -> dict[str, Any]:
+    """Everything a restart must restore, in comparable form."""
+    forest = window.forest
+    return {
+        "topics": [asdict(t) for t in window.topics()],
+        "roots": {
+            r: (forest.root(r).order, forest.members(r), forest.version(r), forest.root(r).dropped)
+            for r in forest.roots()
+        },
+        "next_order": forest._next_order,
+        "summaries": {
+            r: (s.text, s.version, sorted(s.covered), s.tokens, s.model)
+            for r, s in window.summaries.items()
+        },
+        "centroids": {
+            r: (dict(c.terms), list(c.files.items()), list(c.symbols.items()), c.tokens,
+                c.first_time, c.last_time)
+            for r, c in window.index.centroids.items()
+        },  # fmt: skip
+        "df": window.embedder.df,
+        "n_docs": window.embedder.n_docs,
+        "pinned": window.pinned,
+        "expanded": window.expanded,
+        "pending": {m: dict(t) for m, t in window.pending_terms.items()},
+        "hot": {t: [m.id for m in zone] for t, zone in window.hot.items()},
+        "hot_tokens": dict(window.hot_tokens),
+        "last_planted": window._last_planted,
+        "fallback": window.fallback_summary,
+        "dirty": window.dirty_topic_ids(),
+    }
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "store" / "memory.sqlite3"
+
+
+@pytest.fixture
+def store(db_path: Path) -> Iterator[Store]:
+    s = Store(db_path)
+    yield s
+    s.close()
