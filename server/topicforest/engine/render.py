@@ -122,20 +122,45 @@ def render(
                 truncate(FALLBACK_HEADER + "\n" + quote(window.fallback_summary), space, count)
             )
 
-    messages: list[dict[str, str]] = []
-    if blocks:
-        messages.append({"role": "system", "content": MEMORY_HEADER + "\n\n" + "\n".join(blocks)})
-    messages += [{"role": m.role, "content": text} for m, text in hot]
-    tokens = sum(count(m["content"]) + MESSAGE_OVERHEAD for m in messages)
+    def assemble() -> list[dict[str, str]]:
+        memory = [MEMORY_HEADER + "\n\n" + "\n".join(blocks)] if blocks else []
+        return [{"role": "system", "content": text} for text in memory] + [
+            {"role": m.role, "content": text} for m, text in hot
+        ]
+
+    messages = assemble()
+    exact = window.exact_count
+    if exact is not None:
+        # The estimate packs fast but a real tokenizer can disagree on odd text: verify and shed
+        # the lowest-ranked pieces (then the oldest hot messages) until the exact count fits.
+        while _total(messages, exact) > budget:
+            if blocks:
+                blocks.pop()
+                if shown and len(blocks) < len(shown):
+                    omitted.append(shown.pop().id)
+            elif len(hot) > 1:
+                hot.pop(0)
+            elif hot:
+                message, text = hot[0]
+                hot[0] = (message, truncate(text, budget - MESSAGE_OVERHEAD - 1, exact))
+                if hot[0][1] == text or not hot[0][1]:
+                    hot.clear()
+            else:
+                break
+            messages = assemble()
     return RenderedContext(
         messages=messages,
-        tokens=tokens,
+        tokens=_total(messages, exact or count),
         budget=budget,
         topics=shown,
         omitted_topics=omitted,
         hot_message_ids=[m.id for m, _ in hot],
         fallback=fallback,
     )
+
+
+def _total(messages: list[dict[str, str]], count: TokenCounter) -> int:
+    return sum(count(m["content"]) + MESSAGE_OVERHEAD for m in messages)
 
 
 def _pack_hot(

@@ -1,8 +1,9 @@
 """Token counting: a fast conservative estimate on the hot path, exact counts when available.
 
-The estimate is deliberately pessimistic (about 3 characters per token for ASCII, one token per
-non-ASCII character) so that packing by estimate stays under the budget by the exact count; the
-window still verifies its final render with the exact counter when one is configured.
+The estimate is deliberately generous (about 3 characters per token for ASCII, and for other text
+one token per UTF-8 byte, which a byte-level BPE can never exceed), so on ordinary chat it counts
+more than a real tokenizer; dense code can still beat it, so a window given the model's exact
+counter verifies every render with it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ def estimate_tokens(text: str) -> int:
     if text.isascii():
         return (len(text) + 2) // 3 + 1
     ascii_chars = sum(1 for ch in text if ord(ch) < 128)
-    return (ascii_chars + 2) // 3 + (len(text) - ascii_chars) + 1
+    other_bytes = len(text.encode("utf-8", "surrogatepass")) - ascii_chars
+    return (ascii_chars + 2) // 3 + other_bytes + 1
 
 
 def litellm_counter(model: str) -> Callable[[str], int]:

@@ -89,11 +89,13 @@ class ContextWindow:
         *,
         log: MessageLog | None = None,
         count: TokenCounter = estimate_tokens,
+        exact_count: TokenCounter | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.config = config or WindowConfig()
         self.log: MessageLog = log if log is not None else InMemoryMessageLog()
-        self.count = count
+        self.count = count  # fast, used on the hot path
+        self.exact_count = exact_count  # the model's tokenizer, if loaded: verifies each render
         self.clock = clock
         self.embedder = Embedder(self.config.max_vocabulary)
         self.forest = Forest()

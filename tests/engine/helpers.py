@@ -1,0 +1,41 @@
+"""Small synthetic coding conversations for engine tests."""
+
+from __future__ import annotations
+
+from topicforest.engine import ContextWindow, WindowConfig
+
+TOPICS = {
+    "loader": (
+        "The DataLoader in data/loader.py::build_loader uses num_workers={n} and "
+        "pin_memory; the collate function pad_collate pads defect boxes for batch {n}.",
+        "Set persistent_workers=True in build_loader and prefetch_factor={n} so the GPU "
+        "stays busy.",
+    ),
+    "docker": (
+        "The Dockerfile base image nvidia/cuda:12.1.1-runtime needs shm-size {n}g for docker run.",
+        "Add a .dockerignore for outputs/ and use a multi-stage Dockerfile; image is {n} GB now.",
+    ),
+    "auth": (
+        "The auth token refresh in src/auth/refreshAccessToken.ts races when {n} tabs are open.",
+        "Guard refreshAccessToken with a shared refreshPromise so only one POST "
+        "/auth/refresh runs.",
+    ),
+}
+
+
+def exchange(topic: str, n: int) -> tuple[str, str]:
+    user, reply = TOPICS[topic]
+    return user.format(n=n), reply.format(n=n)
+
+
+def filled_window(budget: int = 1024, rounds: int = 6, **config: object) -> ContextWindow:
+    window = ContextWindow(WindowConfig(history_budget=budget, **config))  # type: ignore[arg-type]
+    t = 0.0
+    for i in range(rounds):
+        for topic in TOPICS:
+            user, reply = exchange(topic, i + 2)
+            window.append("main", "user", user, timestamp=t)
+            window.append("main", "assistant", reply, timestamp=t + 1)
+            t += 2
+            window.graduate()
+    return window

@@ -1,0 +1,74 @@
+"""Code-aware TF-IDF: identifiers kept whole and split, bounded vocabulary, pure queries."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from topicforest.engine.centroids import CentroidIndex
+from topicforest.engine.embedding import Embedder, extract
+
+
+def test_identifiers_and_paths_are_kept_whole_and_split() -> None:
+    features = extract(
+        "Fix build_loader in data/loader.py; QueryManager.ts calls refreshAccessToken"
+    )
+    for whole in ("build_loader", "data/loader.py", "querymanager.ts", "refreshaccesstoken"):
+        assert whole in features.terms
+    for part in ("build", "loader", "data", "query", "manager", "refresh", "access", "token"):
+        assert part in features.terms
+    assert "data/loader.py" in features.files and "QueryManager.ts" in features.files
+    assert "build_loader" in features.symbols and "refreshAccessToken" in features.symbols
+    assert "the" not in extract("the loader and the config").terms
+
+
+def test_embed_query_never_mutates_the_vocabulary() -> None:
+    embedder = Embedder()
+    embedder.embed("build_loader data/loader.py")
+    before = (dict(embedder.df), embedder.n_docs, embedder.epoch)
+    vector = embedder.embed_query("completely new words xylophone build_loader")
+    assert vector["xylophone"] == 1
+    assert (dict(embedder.df), embedder.n_docs, embedder.epoch) == before
+
+
+def test_vocabulary_is_bounded() -> None:
+    embedder = Embedder(max_vocabulary=500)
+    for i in range(400):
+        embedder.embed(f"unique_{i} word{i}a word{i}b common shared_term")
+    assert len(embedder.df) <= 500
+    assert "common" in embedder.df and "shared_term" in embedder.df  # frequent terms survive
+
+
+def test_centroids_use_current_idf_not_the_idf_at_insertion_time() -> None:
+    """IDF drift: a term that later becomes common must stop dominating old centroids."""
+    embedder = Embedder()
+    index = CentroidIndex(embedder)
+    first = embedder.embed("pytest flaky fixture")
+    index.add(1, first, 3, 0.0)
+    other = embedder.embed("docker image layer")
+    index.add(2, other, 3, 0.0)
+    query = Counter({"pytest": 1, "docker": 1})
+    early = index.similarity(1, query, 2.0), index.similarity(2, query, 2.0)
+    for _ in range(Embedder.REFRESH_EVERY + 1):  # "pytest" becomes ubiquitous
+        embedder.embed("pytest everywhere")
+    late = index.similarity(1, query, 2.0), index.similarity(2, query, 2.0)
+    assert late[0] / late[1] < early[0] / early[1]
+
+
+def test_incremental_norms_and_pair_dots_match_a_fresh_computation() -> None:
+    embedder = Embedder()
+    index = CentroidIndex(embedder)
+    texts = [f"build_loader worker{i % 3} docker{i % 2} pytest{i % 5}" for i in range(30)]
+    for i, text in enumerate(texts):
+        index.add(i % 4, embedder.embed(text), 5, float(i))
+        if i % 7 == 6:
+            index.pair_similarity(0, 1)  # populate the cache as the window would
+    index.merge(0, 3)
+    cached = index.pair_similarity(0, 1)
+    fresh = CentroidIndex(embedder)
+    for root in (0, 1):
+        fresh.centroids[root] = index.centroids[root]
+    from topicforest.engine.embedding import norm_sq
+
+    for root in (0, 1):
+        assert abs(index.centroids[root].norm_sq - norm_sq(index[root].terms, embedder.idf)) < 1e-6
+    assert abs(cached - fresh.pair_similarity(0, 1)) < 1e-9

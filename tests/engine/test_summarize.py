@@ -1,0 +1,160 @@
+"""Summaries: stale results discarded, the cascade falls back, nothing crashes."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import pytest
+
+from topicforest.engine import ContextWindow, WindowConfig
+from topicforest.engine.resolver import resolve_all, resolve_round
+from topicforest.engine.summarize import (
+    CascadeSummarizer,
+    ExtractiveSummarizer,
+    SummarizationFailed,
+    SummaryRequest,
+    SummaryResult,
+)
+from topicforest.engine.summarize.litellm_summarizer import LiteLLMSummarizer
+from topicforest.testing.stub_llm import StubLLM
+
+from .helpers import filled_window
+
+
+class Failing:
+    name = "always-fails"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def summarize(self, request: SummaryRequest) -> SummaryResult:
+        self.calls += 1
+        raise RuntimeError("provider exploded")
+
+
+@pytest.fixture
+def stub_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-stub-not-a-secret")
+
+
+async def test_stale_summary_is_discarded_and_topic_stays_dirty() -> None:
+    window = filled_window(budget=512)
+    jobs = window.summary_jobs()
+    assert jobs
+    job = jobs[0]
+    result = await ExtractiveSummarizer().summarize(job.request)
+    # the topic changes while "the model" works: a new exchange joins it
+    topic_words = job.request.messages[0].content
+    window.append("main", "user", topic_words)
+    window.append("main", "assistant", topic_words)
+    window.flush_thread("main")
+    if window.forest.is_root(job.topic_id) and window.forest.version(job.topic_id) == job.version:
+        pytest.fail("the test did not manage to change the topic")
+    assert window.apply_summary(job, result) is False
+    assert job.topic_id not in window.summaries or window.is_dirty(job.topic_id)
+
+
+async def test_summary_for_a_merged_away_topic_is_discarded() -> None:
+    window = filled_window(budget=512)
+    job = window.summary_jobs()[0]
+    other = next(r for r in window.forest.live_roots() if r != job.topic_id)
+    survivor = window._union(job.topic_id, other)
+    result = await ExtractiveSummarizer().summarize(job.request)
+    assert window.apply_summary(job, result) is False
+    assert window.is_dirty(survivor)
+
+
+async def test_fresh_summary_is_applied_and_round_cleans_all_topics() -> None:
+    window = filled_window(budget=512)
+    applied = await resolve_all(window, ExtractiveSummarizer())
+    assert applied >= len(window.forest.live_roots())
+    assert window.dirty_topic_ids() == []
+    for view in window.topics():
+        assert view.summary and not view.pending
+        assert view.spend.calls >= 1 and view.spend.input_tokens > 0
+
+
+async def test_cascade_falls_back_to_the_next_model_then_offline(stub_env: None) -> None:
+    async with StubLLM() as stub:
+        first = LiteLLMSummarizer("openai/first", api_base=stub.base_url, timeout=5)
+        second = LiteLLMSummarizer("openai/second", api_base=stub.base_url, timeout=5)
+        cascade = CascadeSummarizer([first, second])
+        window = filled_window(budget=512)
+        request = window.summary_jobs()[0].request
+
+        stub.fail("status", status=429)
+        result = await cascade.summarize(request)
+        assert result.model == "openai/second"
+
+        stub.fail("status", status=500, times=2)
+        result = await cascade.summarize(request)
+        assert result.model == "offline-extractive"
+        assert result.text.startswith("I asked you")
+
+        stub.fail("malformed")
+        stub.fail("status", status=503)
+        result = await cascade.summarize(request)
+        assert result.model == "offline-extractive"
+
+
+async def test_unreachable_provider_falls_back_offline(stub_env: None) -> None:
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    cascade = CascadeSummarizer(
+        [LiteLLMSummarizer("openai/gone", api_base=f"http://127.0.0.1:{port}/v1", timeout=3)]
+    )
+    window = filled_window(budget=512)
+    await resolve_all(window, cascade)
+    assert window.dirty_topic_ids() == []
+    assert all(window.summaries[r].model == "offline-extractive" for r in window.summaries)
+
+
+async def test_cascade_without_floor_raises_a_clear_error_and_resolver_survives() -> None:
+    failing = Failing()
+    cascade = CascadeSummarizer([failing], offline_floor=False)
+    with pytest.raises(SummarizationFailed, match="provider exploded"):
+        await cascade.summarize(SummaryRequest(messages=()))
+    window = filled_window(budget=512)
+    dirty = window.dirty_topic_ids()
+    report = await resolve_round(window, cascade)
+    assert report.failed == len(dirty) and report.applied == 0
+    assert window.dirty_topic_ids() == dirty  # nothing lost, still waiting for a summary
+    assert window.render(thread_id="main").tokens <= 512  # render still works from raw members
+
+
+async def test_slow_summary_does_not_block_render() -> None:
+    class Slow:
+        name = "slow"
+
+        async def summarize(self, request: SummaryRequest) -> SummaryResult:
+            await asyncio.sleep(0.5)
+            return await ExtractiveSummarizer().summarize(request)
+
+    window = filled_window(budget=512)
+    task = asyncio.create_task(resolve_round(window, Slow()))
+    await asyncio.sleep(0.01)
+    rendered = window.render(query="docker", thread_id="main")  # while summaries are running
+    assert rendered.tokens <= 512 and rendered.topics
+    assert not task.done()
+    await task
+
+
+def test_summary_for_offline_keeps_paths_identifiers_versions_numbers() -> None:
+    window = ContextWindow(WindowConfig(history_budget=256))
+    window.append(
+        "t",
+        "user",
+        "Pin torch==2.3.1 and set NCCL_P2P_DISABLE=1 in docker/Dockerfile; port 5050.",
+    )
+    window.append(
+        "t",
+        "assistant",
+        "Done: `trainer/loop.py::run_epoch` now wraps eval in torch.no_grad(), batch 64.",
+    )
+    request = SummaryRequest(messages=tuple(window.log.get_many([1, 2])), target_tokens=80)
+    text = ExtractiveSummarizer().summarize_now(request).text
+    for needle in ("2.3.1", "NCCL_P2P_DISABLE", "docker/Dockerfile", "5050", "trainer/loop.py"):
+        assert needle in text
+    assert "```" not in text

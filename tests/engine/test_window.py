@@ -1,0 +1,164 @@
+"""The context window: hot zone, graduation, topic actions, render rules, bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from topicforest.engine import ContextWindow, InvalidMessage, UnknownTopic, WindowConfig
+from topicforest.engine.render import MEMORY_HEADER
+
+from .helpers import TOPICS, filled_window
+
+
+def test_hot_zone_stays_within_half_budget_and_starts_at_a_user_turn() -> None:
+    window = filled_window(budget=1024)
+    hot = window.hot_messages("main")
+    assert sum(m.tokens for m in hot) <= window.config.hot_budget
+    assert hot[0].role == "user"
+    assert len(window.forest) + len(hot) == len(window.log)
+
+
+def test_graduated_messages_form_one_topic_per_subject() -> None:
+    window = filled_window(budget=512, rounds=8)
+    assert 1 <= len(window.forest.live_roots()) <= window.config.max_topics
+    for root in window.forest.roots():
+        words = " ".join(m.content for m in window.members(root))
+        hits = [t for t, (u, _) in TOPICS.items() if u.split()[1] in words]
+        assert len(hits) == 1, f"topic {root} mixes {hits}"
+
+
+def test_single_oversized_message_cannot_deadlock_graduation() -> None:
+    window = ContextWindow(WindowConfig(history_budget=256))
+    window.append("main", "user", "short question about data/loader.py")
+    window.append("main", "assistant", "x " * 2000)  # far bigger than the hot budget
+    window.append("main", "user", "and the docker image size?")
+    window.graduate()
+    hot = window.hot_messages("main")
+    assert [m.role for m in hot] == ["user"]  # everything older graduated
+    rendered = window.render(thread_id="main")
+    assert rendered.tokens <= 256
+
+
+def test_newest_message_alone_over_budget_is_truncated_in_render() -> None:
+    window = ContextWindow(WindowConfig(history_budget=128))
+    window.append("main", "user", "word " * 1000)
+    rendered = window.render(thread_id="main")
+    assert rendered.tokens <= 128
+    assert rendered.messages[-1]["content"].endswith("…")
+
+
+def test_max_topics_is_enforced_by_merging() -> None:
+    window = ContextWindow(WindowConfig(history_budget=256, max_topics=3, merge_threshold=0.9))
+    for i in range(20):
+        window.append("t", "user", f"unrelated subject number{i} alpha{i} beta{i} gamma{i} z{i}")
+        window.append("t", "assistant", f"reply about thing{i} delta{i} epsilon{i} zeta{i} q{i}")
+        window.graduate()
+    assert len(window.forest.live_roots()) <= 3
+
+
+def test_drop_removes_topic_from_render_and_restore_brings_it_back() -> None:
+    window = filled_window()
+    root = window.forest.live_roots()[0]
+    before = window.render(thread_id="main")
+    assert root in {t.id for t in before.topics}
+    members = [m.id for m in window.members(root)]
+    window.drop(root)
+    after = window.render(thread_id="main")
+    assert root not in {t.id for t in after.topics}
+    assert f"## Topic {root}:" not in after.text()
+    window.restore(root)
+    assert [m.id for m in window.members(root)] == members
+    assert root in {t.id for t in window.render(thread_id="main").topics}
+
+
+def test_dropped_topic_receives_no_new_messages() -> None:
+    window = filled_window()
+    for root in window.forest.live_roots():
+        window.drop(root)
+    sizes = {r: window.forest.size(r) for r in window.forest.roots()}
+    window.append("main", "user", "The DataLoader num_workers again in data/loader.py " * 3)
+    window.append("main", "assistant", "build_loader pad_collate persistent_workers " * 5)
+    window.flush_thread("main")
+    assert all(window.forest.size(r) == n for r, n in sizes.items())
+
+
+def test_pinned_topic_always_rendered_even_when_irrelevant() -> None:
+    window = filled_window(budget=300, rounds=10)
+    roots = window.forest.live_roots()
+    target = roots[-1]
+    window.pin(target)
+    for query in ["docker shm-size", "auth refresh tabs", "DataLoader workers"]:
+        rendered = window.render(query=query, thread_id="main")
+        assert target in {t.id for t in rendered.topics}
+        assert rendered.tokens <= 300
+
+
+def test_query_relevant_topic_ranks_first() -> None:
+    window = filled_window(budget=2048)
+    for query, word in [("docker image shm-size", "Dockerfile"), ("refresh token tabs", "auth")]:
+        rendered = window.render(query=query, thread_id="main")
+        first = rendered.topics[0].id
+        assert word in " ".join(m.content for m in window.members(first))
+
+
+def test_active_file_boosts_its_topic() -> None:
+    window = filled_window(budget=2048)
+    rendered = window.render(active_file="file:///repo/src/auth/refreshAccessToken.ts")
+    first = rendered.topics[0].id
+    assert "refreshAccessToken" in " ".join(m.content for m in window.members(first))
+
+
+def test_expanded_topic_renders_originals_verbatim() -> None:
+    window = filled_window(budget=4096)
+    window.flush_thread("main")
+    root = window.forest.live_roots()[0]
+    originals = window.expand(root)
+    rendered = window.render(thread_id="main")
+    entry = next(t for t in rendered.topics if t.id == root)
+    assert entry.mode == "expanded"
+    for message in originals:
+        assert f"| {message.role}: {message.content}" in rendered.text()
+    window.collapse(root)
+    assert next(t for t in window.render().topics if t.id == root).mode != "expanded"
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        ("", "empty"),
+        ("   \n\t", "empty"),
+        (b"\xff\xfe\x00binary", "UTF-8"),
+        ("abc\x00def", "binary"),
+        ("x" * 300_000, "limit"),
+        (42, "string"),
+        ("\ud800 lone surrogate", "UTF-8"),
+    ],
+)
+def test_bad_input_raises_clear_error_and_changes_nothing(content: object, reason: str) -> None:
+    window = filled_window()
+    before = (len(window.log), len(window.forest), window.hot_messages("main"))
+    with pytest.raises(InvalidMessage, match=reason):
+        window.append("main", "user", content)
+    assert (len(window.log), len(window.forest), window.hot_messages("main")) == before
+
+
+def test_bad_role_and_thread_are_rejected() -> None:
+    window = ContextWindow()
+    with pytest.raises(InvalidMessage, match="role"):
+        window.append("main", "system", "hello")
+    with pytest.raises(InvalidMessage, match="thread"):
+        window.append("", "user", "hello")
+    assert len(window.log) == 0
+
+
+def test_unknown_topic_ids_are_clear_errors() -> None:
+    window = filled_window()
+    for bad in (99999, -1, "3", None, True):
+        with pytest.raises(UnknownTopic):
+            window.drop(bad)  # type: ignore[arg-type]
+
+
+def test_memory_block_structure_is_ours() -> None:
+    window = filled_window()
+    text = window.render(thread_id="main").messages[0]["content"]
+    assert text.startswith(MEMORY_HEADER)
