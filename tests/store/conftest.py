@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import asdict
 from collections.abc import Iterator
+from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from topicforest.engine.centroids import Centroid
 from topicforest.engine.window import ContextWindow
 from topicforest.store import Store
 
@@ -55,11 +56,7 @@ def state_of(window: ContextWindow) -> dict[str, Any]:
             r: (s.text, s.version, sorted(s.covered), s.tokens, s.model)
             for r, s in window.summaries.items()
         },
-        "centroids": {
-            r: (dict(c.terms), list(c.files.items()), list(c.symbols.items()), c.tokens,
-                c.first_time, c.last_time)
-            for r, c in window.index.centroids.items()
-        },  # fmt: skip
+        "centroids": {r: centroid_state(c) for r, c in window.index.centroids.items()},
         "df": window.embedder.df,
         "n_docs": window.embedder.n_docs,
         "pinned": window.pinned,
@@ -71,6 +68,11 @@ def state_of(window: ContextWindow) -> dict[str, Any]:
         "fallback": window.fallback_summary,
         "dirty": window.dirty_topic_ids(),
     }
+
+
+def centroid_state(c: Centroid) -> tuple[object, ...]:
+    files, symbols = list(c.files.items()), list(c.symbols.items())
+    return (dict(c.terms), files, symbols, c.tokens, c.first_time, c.last_time)
 
 
 @pytest.fixture

@@ -1,0 +1,90 @@
+"""Two stores on one file (as two windows would have): deltas, conflicts, the watcher."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from topicforest.engine import UnknownTopic
+from topicforest.engine.resolver import resolve_all
+from topicforest.engine.summarize.extractive import ExtractiveSummarizer
+from topicforest.store import Store
+from topicforest.store.watcher import watch_store
+
+from .conftest import sample_messages, state_of, synthetic
+
+
+def fill(store: Store) -> None:
+    asyncio.run(fill_async(store))
+
+
+async def fill_async(store: Store) -> None:
+    window = store.window
+    assert window is not None
+    for i, (role, content) in enumerate(sample_messages() + list(synthetic(120))):
+        window.append(f"t{i // 60}", role, content, timestamp=100.0 + i)
+        window.graduate()
+    await resolve_all(window, ExtractiveSummarizer())
+
+
+def test_refresh_loads_exactly_what_the_other_process_did(db_path: Path) -> None:
+    a, b = Store(db_path), Store(db_path)
+    wa, wb = a.open_window(), b.open_window()
+    fill(a)
+    assert len(wa.topic_ids()) > 3 and state_of(wb) != state_of(wa)
+    assert b.refresh()
+    assert state_of(wb) == state_of(wa)
+    assert not b.refresh()  # nothing new
+    # Small follow-up changes travel as deltas in both directions.
+    topic = wa.topic_ids()[1]
+    wb.drop(topic)
+    wb.append("t9", "user", "Is the pg_isready healthcheck still needed in compose?")
+    assert a.refresh()
+    assert wa.topic(topic).dropped and wa.hot_messages("t9")
+    wa.graduate("t9")
+    wa.flush_thread("t9")
+    assert b.refresh()
+    assert state_of(wb) == state_of(wa)
+    # The recall index follows other processes' graduations too.
+    assert (
+        wb.render(query="pg_isready healthcheck").text()
+        == wa.render(query="pg_isready healthcheck").text()
+    )
+
+
+def test_changes_apply_to_current_state_not_a_stale_copy(db_path: Path) -> None:
+    a, b = Store(db_path), Store(db_path)
+    wa, wb = a.open_window(), b.open_window()
+    fill(a)
+    b.refresh()
+    victim = wa.topic_ids()[-1]
+    survivor = wa.topic_ids()[0]
+    wa._union(survivor, victim)  # the maintainer merges topics (engine internals, on purpose)
+    with a.transaction():
+        pass  # commit the merge
+    # b has not refreshed, yet its drop is checked against the committed state.
+    with pytest.raises(UnknownTopic):
+        wb.drop(victim)
+    assert not wb.forest.is_root(victim)
+    wb.pin(survivor)
+    a.refresh()
+    assert survivor in wa.pinned
+
+
+async def test_watcher_reports_another_process_commit(db_path: Path) -> None:
+    a, b = Store(db_path), Store(db_path)
+    wa, wb = a.open_window(), b.open_window()
+    await fill_async(a)
+    b.refresh()
+    seen = asyncio.Event()
+    stop = asyncio.Event()
+    watcher = asyncio.create_task(watch_store(b, seen.set, stop))
+    await asyncio.sleep(0.3)  # let the watch start
+    topic = wa.topic_ids()[0]
+    wa.drop(topic)
+    await asyncio.wait_for(seen.wait(), timeout=3)
+    assert wb.topic(topic).dropped
+    stop.set()
+    await asyncio.wait_for(watcher, timeout=3)
