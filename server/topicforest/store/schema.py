@@ -66,8 +66,12 @@ MIGRATIONS: tuple[str, ...] = (
         rev INTEGER NOT NULL
     );
     CREATE INDEX centroids_rev ON centroids (rev);
-    CREATE TABLE doc_freq (term TEXT PRIMARY KEY, df INTEGER NOT NULL, rev INTEGER NOT NULL)
-        WITHOUT ROWID;
+    CREATE TABLE doc_freq (
+        term TEXT PRIMARY KEY,
+        df INTEGER NOT NULL,  -- documents containing the term
+        idf REAL NOT NULL,    -- its weight as of the writer's last IDF refresh
+        rev INTEGER NOT NULL
+    ) WITHOUT ROWID;
     CREATE INDEX doc_freq_rev ON doc_freq (rev);
     CREATE TABLE summaries (
         root_id INTEGER PRIMARY KEY,
@@ -93,7 +97,8 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX pending_rev ON pending (rev);
     INSERT INTO meta (key, value) VALUES
         ('rev', 0), ('next_message_id', 1), ('n_docs', 0), ('next_order', 0),
-        ('df_generation', 0), ('fallback_summary', NULL);
+        ('df_generation', 0), ('docs_at_epoch', 0),
+        ('fallback_summary', NULL);
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -65,7 +65,10 @@ class Mirror:
         self.pending: set[int] = set()
         self.last_planted: dict[str, int] = {}
         self.df: dict[str, int] = {}
+        self.idf: dict[str, float] = {}
         self.n_docs = 0
+        self.epoch = -1  # the embedder epoch (process-local) the IDF above belongs to
+        self.docs_at_epoch = 0
         self.df_generation = 0
         self.next_order = 0
         self.fallback: str | None = None
@@ -132,15 +135,31 @@ class Mirror:
     def _load_doc_freq(
         self, conn: sqlite3.Connection, window: ContextWindow, meta: dict[str, Any], since: int
     ) -> None:
+        """Document frequencies and the IDF they gave at the writer's last epoch, exactly.
+
+        IDF is persisted rather than recomputed: the engine refreshes it only every few hundred
+        documents, so recomputing would change titles and clustering after a reload.
+        """
         n_docs, generation = int(meta["n_docs"]), int(meta["df_generation"])
+        query = "SELECT term, df, idf FROM doc_freq"
         if generation != self.df_generation or since < 0:  # pruned: deletions, reload all
-            self.df = dict(conn.execute("SELECT term, df FROM doc_freq").fetchall())
+            self.df, self.idf = {}, {}
+            rows = conn.execute(query)
         elif n_docs != self.n_docs:
-            self.df.update(conn.execute("SELECT term, df FROM doc_freq WHERE rev > ?", (since,)))
+            rows = conn.execute(query + " WHERE rev > ?", (since,))
         else:
             return
+        df, idf = self.df, self.idf
+        for term, count, weight in rows:
+            df[term] = count
+            idf[term] = weight
         self.n_docs, self.df_generation = n_docs, generation
-        window.embedder.restore(self.df, n_docs)
+        self.docs_at_epoch = int(meta["docs_at_epoch"])
+        embedder = window.embedder
+        embedder.df, embedder._idf = dict(df), dict(idf)
+        embedder.n_docs, embedder._docs_at_epoch = n_docs, self.docs_at_epoch
+        embedder.epoch += 1  # cached norms and pair products are recomputed from the new IDF
+        self.epoch = embedder.epoch
 
     def _load_forest(
         self, conn: sqlite3.Connection, window: ContextWindow, meta: dict[str, Any], since: int
@@ -372,21 +391,28 @@ class Mirror:
 
     def _save_doc_freq(self, conn: sqlite3.Connection, window: ContextWindow, rev: int) -> bool:
         embedder = window.embedder
-        if embedder.n_docs == self.n_docs and len(embedder.df) == len(self.df):
+        if embedder.n_docs == self.n_docs and embedder.epoch == self.epoch:
             return False
-        df = embedder.df
-        changed = [(t, c, rev) for t, c in df.items() if self.df.get(t) != c]
-        gone = [(t,) for t in self.df if t not in df]
+        df, idf = embedder.df, embedder.idf
+        old_df, old_idf = self.df, self.idf
+        changed = [
+            (t, c, idf.get(t, 0.0), rev)
+            for t, c in df.items()
+            if old_df.get(t) != c or old_idf.get(t) != idf.get(t, 0.0)
+        ]
+        gone = [(t,) for t in old_df if t not in df]
         conn.executemany(
-            "INSERT OR REPLACE INTO doc_freq (term, df, rev) VALUES (?, ?, ?)", changed
+            "INSERT OR REPLACE INTO doc_freq (term, df, idf, rev) VALUES (?, ?, ?, ?)", changed
         )
         if gone:  # the vocabulary was pruned: readers must reload it whole
             conn.executemany("DELETE FROM doc_freq WHERE term = ?", gone)
             self.df_generation += 1
             _set_meta(conn, "df_generation", self.df_generation)
-        self.df = dict(df)
-        self.n_docs = embedder.n_docs
+        self.df, self.idf = dict(df), {t: idf.get(t, 0.0) for t in df}
+        self.n_docs, self.epoch = embedder.n_docs, embedder.epoch
+        self.docs_at_epoch = embedder._docs_at_epoch
         _set_meta(conn, "n_docs", self.n_docs)
+        _set_meta(conn, "docs_at_epoch", self.docs_at_epoch)
         return True
 
     def _save_summaries(self, conn: sqlite3.Connection, window: ContextWindow, rev: int) -> bool:

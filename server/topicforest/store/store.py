@@ -96,6 +96,12 @@ class Store:
         self._read(lambda: self.mirror.load(self.conn, window, full=True))
         return window
 
+    def reload(self) -> None:
+        """Rebuild the window from the database (after writing rows behind its back)."""
+        window = self.window
+        if window is not None:
+            self._read(lambda: self.mirror.load(self.conn, window, full=True))
+
     def close(self) -> None:
         with self._lock:
             self.lease.release()
@@ -234,6 +240,17 @@ class Store:
     def message_count(self) -> int:
         return int(
             self._read(lambda: self.conn.execute("SELECT count(*) FROM messages").fetchone()[0])
+        )
+
+    def is_empty(self) -> bool:
+        """Whether the store remembers nothing yet (no messages, no topics)."""
+        return bool(
+            self._read(
+                lambda: self.conn.execute(
+                    "SELECT NOT EXISTS (SELECT 1 FROM messages)"
+                    " AND NOT EXISTS (SELECT 1 FROM roots)"
+                ).fetchone()[0]
+            )
         )
 
     def integrity_ok(self) -> bool:

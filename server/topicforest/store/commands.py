@@ -1,0 +1,116 @@
+"""CLI: `topicforest topics | export | import | fork` for people and scripts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from topicforest.store.errors import StoreError
+from topicforest.store.paths import store_path
+from topicforest.store.store import Store
+from topicforest.store.transfer import export_memory, fork_memory, import_memory
+
+
+def register(subparsers: Any) -> None:
+    topics = subparsers.add_parser("topics", help="list a workspace's remembered topics")
+    _location(topics)
+    topics.set_defaults(func=_guarded(cmd_topics))
+
+    export = subparsers.add_parser("export", help="write a workspace memory as JSON")
+    _location(export)
+    export.add_argument("-o", "--output", help="file to write (default: standard output)")
+    export.set_defaults(func=_guarded(cmd_export))
+
+    imp = subparsers.add_parser("import", help="load a JSON export into an empty memory")
+    _location(imp)
+    imp.add_argument("file", help="export file, or - for standard input")
+    imp.set_defaults(func=_guarded(cmd_import))
+
+    fork = subparsers.add_parser("fork", help="copy a workspace memory into a new one")
+    _location(fork)
+    fork.add_argument("--to", required=True, help="workspace folder the copy belongs to")
+    fork.add_argument("--to-store-path", help="directory for the copy (default: as the source)")
+    fork.set_defaults(func=_guarded(cmd_fork))
+
+
+def _location(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workspace", default=".", help="workspace folder (default: current)")
+    parser.add_argument("--store-path", help="memory directory (topicForest.storePath)")
+
+
+def _guarded(command: Any) -> Any:
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return int(command(args))
+        except (StoreError, OSError, ValueError) as exc:
+            print(f"topicforest {args.command}: {exc}", file=sys.stderr)
+            return 1
+
+    return run
+
+
+def _existing(args: argparse.Namespace) -> Store:
+    path = store_path(args.workspace, args.store_path)
+    if not path.exists():
+        where = Path(args.workspace).resolve()
+        raise StoreError(f"no memory stored for {where} (looked for {path})")
+    return Store(path)
+
+
+def cmd_topics(args: argparse.Namespace) -> int:
+    store = _existing(args)
+    window = store.open_window()
+    rows = [("ID", "MSGS", "TOKENS", "STATE", "TITLE")]
+    for t in window.topics():
+        state = ",".join(
+            flag
+            for flag, on in (("dropped", t.dropped), ("pinned", t.pinned),
+                             ("expanded", t.expanded), ("pending", t.pending))
+            if on
+        )  # fmt: skip
+        rows.append((str(t.id), str(t.message_count), str(t.source_tokens), state or "-", t.title))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    for row in rows:
+        print("  ".join(c.rjust(w) if i < 3 else c.ljust(w) for i, (c, w) in
+                        enumerate(zip(row, widths, strict=False))) + "  " + row[4])  # fmt: skip
+    hot = sum(len(zone) for zone in window.hot.values())
+    print(f"{len(rows) - 1} topics, {hot} recent messages not yet in a topic, {store.path}")
+    store.close()
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    store = _existing(args)
+    text = json.dumps(export_memory(store), ensure_ascii=False, indent=1)
+    store.close()
+    if args.output:
+        Path(args.output).write_text(text + "\n", encoding="utf-8")
+    else:
+        sys.stdout.write(text + "\n")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    raw = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise StoreError(f"{args.file} is not JSON: {exc}") from exc
+    store = Store.for_workspace(args.workspace, args.store_path)
+    count = import_memory(store, data)
+    print(f"imported {count} messages into {store.path}")
+    store.close()
+    return 0
+
+
+def cmd_fork(args: argparse.Namespace) -> int:
+    source = _existing(args)
+    target_path = store_path(args.to, args.to_store_path or args.store_path)
+    target = fork_memory(source, target_path, str(Path(args.to).resolve()))
+    print(f"forked {source.path} -> {target.path}")
+    source.close()
+    target.close()
+    return 0

@@ -1,0 +1,97 @@
+"""Moving memories: JSON export/import (lossless, table by table) and fork (a full copy)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from topicforest.store.errors import StoreError
+from topicforest.store.schema import SCHEMA_VERSION
+from topicforest.store.store import Store, describe
+
+FORMAT = "topicforest-memory"
+TABLES = ("meta", "messages", "threads", "roots", "centroids", "doc_freq", "summaries", "spend",
+          "pending")  # fmt: skip
+LOCAL_META = {"workspace"}  # describes where a store lives, not what it remembers
+
+
+def export_memory(store: Store) -> dict[str, Any]:
+    """Every row of every table, from one consistent snapshot."""
+
+    def dump() -> dict[str, Any]:
+        tables: dict[str, Any] = {}
+        for table in TABLES:
+            cursor = store.conn.execute(f"SELECT * FROM {table} ORDER BY 1")
+            rows = [list(row) for row in cursor]
+            if table == "meta":
+                rows = [row for row in rows if row[0] not in LOCAL_META]
+            tables[table] = {"columns": [c[0] for c in cursor.description], "rows": rows}
+        return tables
+
+    return {"format": FORMAT, "schema": SCHEMA_VERSION, "tables": store._read(dump)}
+
+
+def import_memory(store: Store, data: object) -> int:
+    """Load an export into an empty store; returns the number of messages imported."""
+    tables = _validated(data)
+    if not store.is_empty():
+        raise StoreError(f"{store.path} already holds a memory; import into an empty one")
+    try:
+        with store.transaction():
+            store.conn.execute("DELETE FROM meta WHERE key NOT IN ('workspace')")
+            for table in TABLES:
+                columns, rows = tables[table]["columns"], tables[table]["rows"]
+                if table == "meta":
+                    rows = [row for row in rows if row[0] not in LOCAL_META]
+                names = ", ".join(columns)
+                marks = ", ".join("?" for _ in columns)
+                store.conn.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", rows)
+    except StoreError as exc:  # e.g. a constraint the file breaks; nothing was written
+        raise StoreError(f"the export does not fit the store: {exc}") from exc
+    store.reload()
+    return len(tables["messages"]["rows"])
+
+
+def _validated(data: object) -> dict[str, Any]:
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise StoreError(f"not a Topic Forest export (expected format {FORMAT!r})")
+    if data.get("schema") != SCHEMA_VERSION:
+        raise StoreError(
+            f"the export has schema {data.get('schema')!r}; "
+            f"this Topic Forest reads schema {SCHEMA_VERSION}"
+        )
+    tables = data.get("tables")
+    if not isinstance(tables, dict):
+        raise StoreError("the export has no tables")
+    for table in TABLES:
+        entry = tables.get(table)
+        if not (
+            isinstance(entry, dict)
+            and isinstance(entry.get("columns"), list)
+            and isinstance(entry.get("rows"), list)
+            and all(isinstance(c, str) and c.isidentifier() for c in entry["columns"])
+            and all(isinstance(r, list) and len(r) == len(entry["columns"]) for r in entry["rows"])
+        ):
+            raise StoreError(f"the export's table {table!r} is malformed")
+    return tables
+
+
+def fork_memory(source: Store, target_path: Path, workspace: str | None = None) -> Store:
+    """Copy `source` into a new store at `target_path` (which must hold no memory yet)."""
+    target = Store(target_path)
+    if not target.is_empty():
+        target.close()
+        raise StoreError(f"{target_path} already holds a memory; fork into a new place")
+    try:
+        with source._lock:
+            source.conn.backup(target.conn)
+        with target.transaction():
+            target.conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('workspace', ?)", (workspace,)
+            )
+            target.touch()
+    except sqlite3.Error as exc:
+        target.close()
+        raise StoreError(describe(exc, target_path)) from exc
+    return target
