@@ -14,14 +14,15 @@ from array import array
 from collections.abc import Iterable, Mapping
 
 MAX_QUERY_TERMS = 12  # the rarest query terms carry nearly all the signal; bounds render cost
-COMMON_SHARE = 0.25  # terms in more than this share of messages are ignored for recall
+COMMON_SHARE = 0.05  # terms in more than this share of messages (and more than
+COMMON_FLOOR = 16  # this many) are too common to say what a query is about
 
 
 class RecallIndex:
     def __init__(self) -> None:
         self.postings: dict[str, array[int]] = {}
-        self.lengths: dict[int, int] = {}  # message id -> tokens, for the length penalty
-        self._total_length = 0
+        self.root_lengths: dict[int, float] = {}  # message id -> sqrt(tokens), for length penalty
+        self._total_root_length = 0.0
 
     def add(self, message_id: int, terms: Iterable[str], tokens: int) -> None:
         for term in terms:
@@ -29,8 +30,9 @@ class RecallIndex:
             if ids is None:
                 ids = self.postings[term] = array("I")
             ids.append(message_id)
-        self.lengths[message_id] = tokens
-        self._total_length += tokens
+        root_length = math.sqrt(max(1, tokens))
+        self.root_lengths[message_id] = root_length
+        self._total_root_length += root_length
 
     def prune(self, known: Mapping[str, int]) -> None:
         for term in [t for t in self.postings if t not in known]:
@@ -40,14 +42,11 @@ class RecallIndex:
         self, query: Mapping[str, int], idf: Mapping[str, float], limit: int = 50
     ) -> list[tuple[int, float]]:
         """Best (message id, score) pairs for the query, best first."""
-        n = len(self.lengths)
+        n = len(self.root_lengths)
         if not n or not query:
             return []
-        usable = [
-            t
-            for t in query
-            if t in self.postings and len(self.postings[t]) <= max(3, n * COMMON_SHARE)
-        ]
+        common = max(COMMON_FLOOR, n * COMMON_SHARE)
+        usable = [t for t in query if t in self.postings and len(self.postings[t]) <= common]
         usable = sorted(usable, key=lambda t: len(self.postings[t]))[:MAX_QUERY_TERMS]
         scores: dict[int, float] = {}
         for term in usable:
@@ -56,10 +55,7 @@ class RecallIndex:
                 scores[message_id] = scores.get(message_id, 0.0) + weight
         if not scores:
             return []
-        average = self._total_length / n
-        lengths = self.lengths
-        ranked = (
-            (mid, score / (0.5 + 0.5 * math.sqrt(lengths[mid] / average)))
-            for mid, score in scores.items()
-        )
+        scale = 0.5 * n / self._total_root_length  # penalty 0.5 + 0.5 * sqrt(len) / mean
+        lengths = self.root_lengths
+        ranked = ((mid, score / (0.5 + lengths[mid] * scale)) for mid, score in scores.items())
         return heapq.nlargest(limit, ranked, key=lambda pair: pair[1])

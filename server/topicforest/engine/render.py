@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Literal
 
 from topicforest.engine.embedding import extract, norm_sq
 from topicforest.engine.messages import Message
-from topicforest.engine.summarize.base import SummaryRequest, quote
-from topicforest.engine.summarize.extractive import ExtractiveSummarizer
+from topicforest.engine.summarize.base import quote
+from topicforest.engine.summarize.extractive import LEAD, Digest
 from topicforest.engine.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -227,7 +227,7 @@ def _topic_block(
     If the whole block does not fit in `space`, the recalled originals alone are offered.
     """
     count = window.count
-    title = sanitize_line(window.title(root))
+    title = window.title(root)
     flags = " [pinned]" if root in window.pinned else ""
     size = window.forest.size(root)
     pinned = root in window.pinned
@@ -269,22 +269,20 @@ def _topic_block(
 
 
 def fit_summary(window: ContextWindow, root: int, text: str, room: int) -> str:
-    """The summary itself if it fits its share, else its densest sentences (cached per size).
+    """The summary itself if it fits its share, else its densest sentences and named things.
 
     Cutting every summary to a fair share keeps some of each topic in the render, instead of all
-    of a few topics and nothing of the rest.
+    of a few topics and nothing of the rest. The digest is cached per summary; cutting is cheap.
     """
     if window.count(text) + 2 <= room or room < MIN_RAW_SHARE:
         return text
-    key = (root, hash(text), room)
-    fitted = window.fitted_summaries.get(key)
-    if fitted is None:
-        request = SummaryRequest(messages=(), previous_summary=text, target_tokens=room - 2)
-        fitted = ExtractiveSummarizer().summarize_now(request).text
-        if len(window.fitted_summaries) > 512:
-            window.fitted_summaries.clear()
-        window.fitted_summaries[key] = fitted
-    return fitted
+    key = (root, hash(text))
+    digest = window.summary_digests.get(key)
+    if digest is None:
+        if len(window.summary_digests) > 4 * window.config.max_topics + 64:
+            window.summary_digests.clear()
+        digest = window.summary_digests[key] = Digest(text, ())
+    return LEAD + digest.select(room - 2 - window.count(LEAD))
 
 
 def _recall(window: ContextWindow, qvec: Counter[str], room: int) -> dict[int, list[int]]:

@@ -8,6 +8,7 @@ budget into the forest, clustering by code-aware TF-IDF. Summaries are made else
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
@@ -26,9 +27,10 @@ from topicforest.engine.messages import (
     validate_role,
 )
 from topicforest.engine.recall import RecallIndex
-from topicforest.engine.render import RenderedContext
+from topicforest.engine.render import RenderedContext, sanitize_line
 from topicforest.engine.render import render as render_context
 from topicforest.engine.summarize.base import SummaryRequest, SummaryResult
+from topicforest.engine.summarize.extractive import Digest
 from topicforest.engine.tokens import TokenCounter, estimate_tokens
 
 LOW_INFORMATION_TERMS = 8  # fewer distinct terms than this: a message follows its exchange
@@ -110,7 +112,8 @@ class ContextWindow:
         self.expanded: set[int] = set()
         self.pending_terms: dict[int, Counter[str]] = {}  # members no summary covers yet
         self.fallback_summary: str | None = None
-        self.fitted_summaries: dict[tuple[int, int, int], str] = {}  # render's cut-down summaries
+        self._titles: dict[tuple[int, int], str] = {}
+        self.summary_digests: dict[tuple[int, int], Digest] = {}  # render cuts summaries to fit
         self._last_planted: dict[str, int] = {}  # per thread, the newest graduated message
         self.wants_fallback = False  # set by render when topics cannot fit; see resolver
 
@@ -291,15 +294,24 @@ class ContextWindow:
 
     def title(self, root: int) -> str:
         """A short label: the topic's most named files/symbols, else its most distinctive terms."""
+        key = (root, self.forest.version(root))
+        cached = self._titles.get(key)
+        if cached is None:
+            cached = self._titles[key] = sanitize_line(self._make_title(root))
+            if len(self._titles) > 4 * self.config.max_topics + 64:
+                self._titles = {key: cached}
+        return cached
+
+    def _make_title(self, root: int) -> str:
         centroid = self.index[root]
         names = [n for n, _ in (centroid.files + centroid.symbols).most_common(3)]
         if len(names) < 3:
             idf = self.embedder.idf
-            ranked = sorted(centroid.terms.items(), key=lambda kv: kv[1] * idf.get(kv[0], 0.0))
-            for term, _ in reversed(ranked):
-                if len(names) >= 3:
-                    break
-                if not any(term in n.lower() for n in names):
+            top = heapq.nlargest(
+                6, centroid.terms.items(), key=lambda kv: kv[1] * idf.get(kv[0], 0.0)
+            )
+            for term, _ in top:
+                if len(names) < 3 and not any(term in n.lower() for n in names):
                     names.append(term)
         return ", ".join(names) or f"topic {root}"
 

@@ -8,8 +8,10 @@ yet covered. Fenced code is never copied as a block; only its lines that name th
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from topicforest.engine.embedding import is_file_path, is_symbol
+from topicforest.engine.messages import Message
 from topicforest.engine.summarize.base import SummaryRequest, SummaryResult
 from topicforest.engine.tokens import estimate_tokens
 
@@ -57,6 +59,63 @@ def _sentences(text: str) -> list[str]:
 
 
 SENTENCE_SHARE = 0.5
+LEAD = "I asked you about: "
+
+
+class Digest:
+    """A text cut into scored sentences and named things, ready to be cut to any size quickly."""
+
+    def __init__(self, previous_summary: str | None, messages: Sequence[Message]) -> None:
+        units: list[tuple[str, str]] = []  # (speaker prefix, sentence)
+        if previous_summary:
+            units += [("", s) for s in _sentences(previous_summary.removeprefix(LEAD))]
+        for message in messages:
+            speaker = "I said" if message.role == "user" else "You said"
+            units += [(speaker, s) for s in _sentences(message.content)]
+        n = len(units)
+        found = [entities(sentence) for _, sentence in units]
+        scored = []
+        for position, ((_, sentence), ents) in enumerate(zip(units, found, strict=True)):
+            recency = 0.5 * position / max(1, n - 1)
+            density = len(set(ents)) / (1 + estimate_tokens(sentence) / 25)
+            scored.append((len(set(ents)) + density + recency, position))
+        self.units = units
+        self.costs = [estimate_tokens(f"{speaker}: {sentence}") + 1 for speaker, sentence in units]
+        self.ranked = [position for _, position in sorted(scored, reverse=True)]
+        # every named thing, newest first: later values supersede earlier ones
+        self.entities = list(reversed(dict.fromkeys(e for ents in found for e in ents)))
+        self.entity_costs = [estimate_tokens(e) + 1 for e in self.entities]
+
+    def select(self, target_tokens: int) -> str:
+        """Half the room for the densest sentences, then every named thing not yet covered,
+        then sentences again with what is left; sentences keep their conversation order."""
+        budget = max(16, target_tokens)
+        used = estimate_tokens(LEAD)
+        chosen: set[int] = set()
+
+        def take_sentences(limit: int) -> None:
+            nonlocal used
+            for position in self.ranked:
+                if position not in chosen and used + self.costs[position] <= limit:
+                    chosen.add(position)
+                    used += self.costs[position]
+
+        take_sentences(int(budget * SENTENCE_SHARE))
+        covered = " ".join(self.units[i][1] for i in chosen).lower()
+        missing: list[str] = []
+        for ent, cost in zip(self.entities, self.entity_costs, strict=True):
+            if used + cost <= budget and ent.lower() not in covered:
+                missing.append(ent)
+                covered += " " + ent.lower()
+                used += cost
+        take_sentences(budget)
+        lines = [
+            f"{u[0]}: {u[1]}" if u[0] else u[1] for i, u in enumerate(self.units) if i in chosen
+        ]
+        text = " ".join(lines)
+        if missing:
+            text += (" " if text else "") + "Also mentioned: " + ", ".join(reversed(missing)) + "."
+        return text
 
 
 class ExtractiveSummarizer:
@@ -67,49 +126,8 @@ class ExtractiveSummarizer:
 
     def summarize_now(self, request: SummaryRequest) -> SummaryResult:
         """Synchronous core, also used where no event loop is running."""
-        units: list[tuple[str, str]] = []  # (speaker prefix, sentence)
-        if request.previous_summary:
-            units += [("", s) for s in _sentences(request.previous_summary)]
-        for message in request.messages:
-            speaker = "I said" if message.role == "user" else "You said"
-            units += [(speaker, s) for s in _sentences(message.content)]
-        n = len(units)
-        scored = []
-        for position, (_, sentence) in enumerate(units):
-            ents = set(entities(sentence))
-            recency = 0.5 * position / max(1, n - 1)
-            density = len(ents) / (1 + estimate_tokens(sentence) / 25)
-            scored.append((len(ents) + density + recency, position))
-        budget = max(16, request.target_tokens)
-        used = estimate_tokens("I asked you about: ")
-        costs = [estimate_tokens(f"{speaker}: {sentence}") + 1 for speaker, sentence in units]
-        ranked = [position for _, position in sorted(scored, reverse=True)]
-        chosen: set[int] = set()
-
-        def take_sentences(limit: int) -> None:
-            nonlocal used
-            for position in ranked:
-                if position not in chosen and used + costs[position] <= limit:
-                    chosen.add(position)
-                    used += costs[position]
-
-        # Half the room for the densest sentences, then every named thing not yet covered (newest
-        # first: later values supersede earlier ones), then sentences again with what is left.
-        take_sentences(int(budget * SENTENCE_SHARE))
-        covered = " ".join(units[i][1] for i in chosen).lower()
-        missing: list[str] = []
-        for ent in reversed(list(dict.fromkeys(e for _, s in units for e in entities(s)))):
-            cost = estimate_tokens(ent) + 1
-            if ent.lower() not in covered and used + cost <= budget:
-                missing.append(ent)
-                covered += " " + ent.lower()
-                used += cost
-        take_sentences(budget)
-        lines = [f"{u[0]}: {u[1]}" if u[0] else u[1] for i, u in enumerate(units) if i in chosen]
-        text = " ".join(lines)
-        if missing:
-            text += (" " if text else "") + "Also mentioned: " + ", ".join(reversed(missing)) + "."
-        summary = "I asked you about: " + (text or _fallback_line(request))
+        text = Digest(request.previous_summary, request.messages).select(request.target_tokens)
+        summary = LEAD + (text or _fallback_line(request))
         return SummaryResult(
             text=summary,
             model=self.name,
