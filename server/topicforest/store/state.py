@@ -110,49 +110,52 @@ class Mirror:
         elif rev == self.rev:
             return False
         since = self.rev
-        self._load_doc_freq(conn, window, meta, since)
+        new_idf = self._load_doc_freq(conn, window, meta, since)
         changed_roots = self._load_forest(conn, window, meta, since)
-        self._load_centroids(conn, window, since)
+        self._load_centroids(conn, window, since, norms=not new_idf)
         self._load_summaries(conn, window, since)
         self._load_small_tables(conn, window)
         self._load_pending(conn, window, since)
         self._load_hot(conn, window, since)
         self.fallback = window.fallback_summary = meta["fallback_summary"]
-        planted = []
-        for root in changed_roots:
-            for pos, member in enumerate(window.forest.members(root)):
-                if self.placement.get(member) is None:
-                    planted.append(member)
-                self.placement[member] = (root, pos)
+        forest = window.forest
+        placement = self.placement
         recall = window.recall
         if isinstance(recall, StoredRecall):
+            planted = []
+            for root in changed_roots:
+                for pos, member in enumerate(window.forest.members(root)):
+                    if member not in placement:
+                        planted.append(member)
+                    placement[member] = (root, pos)
             recall.planted_elsewhere(planted)
-        else:
+        else:  # a full load: the recall index is built when a render first needs it
+            for root in changed_roots:
+                placement.update((m, (root, pos)) for pos, m in enumerate(forest.members(root)))
             window.recall = StoredRecall(self._recall_loader(conn, window))
         self.rev = rev
         return True
 
     def _load_doc_freq(
         self, conn: sqlite3.Connection, window: ContextWindow, meta: dict[str, Any], since: int
-    ) -> None:
+    ) -> bool:
         """Document frequencies and the IDF they gave at the writer's last epoch, exactly.
 
         IDF is persisted rather than recomputed: the engine refreshes it only every few hundred
         documents, so recomputing would change titles and clustering after a reload.
         """
         n_docs, generation = int(meta["n_docs"]), int(meta["df_generation"])
-        query = "SELECT term, df, idf FROM doc_freq"
         if generation != self.df_generation or since < 0:  # pruned: deletions, reload all
-            self.df, self.idf = {}, {}
-            rows = conn.execute(query)
+            self.df = dict(conn.execute("SELECT term, df FROM doc_freq"))
+            self.idf = dict(conn.execute("SELECT term, idf FROM doc_freq"))
         elif n_docs != self.n_docs:
-            rows = conn.execute(query + " WHERE rev > ?", (since,))
+            rows = conn.execute("SELECT term, df, idf FROM doc_freq WHERE rev > ?", (since,))
+            for term, count, weight in rows:
+                self.df[term] = count
+                self.idf[term] = weight
         else:
-            return
+            return False
         df, idf = self.df, self.idf
-        for term, count, weight in rows:
-            df[term] = count
-            idf[term] = weight
         self.n_docs, self.df_generation = n_docs, generation
         self.docs_at_epoch = int(meta["docs_at_epoch"])
         embedder = window.embedder
@@ -160,6 +163,7 @@ class Mirror:
         embedder.n_docs, embedder._docs_at_epoch = n_docs, self.docs_at_epoch
         embedder.epoch += 1  # cached norms and pair products are recomputed from the new IDF
         self.epoch = embedder.epoch
+        return True
 
     def _load_forest(
         self, conn: sqlite3.Connection, window: ContextWindow, meta: dict[str, Any], since: int
@@ -175,10 +179,11 @@ class Mirror:
             return []
         members: dict[int, list[int]] = {root: [] for root in changed}
         if since < 0:
-            for member, root in conn.execute(
-                "SELECT id, root_id FROM messages WHERE root_id IS NOT NULL ORDER BY root_id, pos"
+            for root, ids in conn.execute(
+                "SELECT root_id, json_group_array(id) FROM (SELECT id, root_id FROM messages"
+                " WHERE root_id IS NOT NULL ORDER BY root_id, pos) GROUP BY root_id"
             ):
-                members[root].append(member)
+                members[root] = json.loads(ids)
         else:
             for root in changed:
                 members[root] = [
@@ -206,7 +211,11 @@ class Mirror:
         self.roots = {row[0]: self.root_fp(window, row[0]) for row in rows}
         return changed
 
-    def _load_centroids(self, conn: sqlite3.Connection, window: ContextWindow, since: int) -> None:
+    def _load_centroids(
+        self, conn: sqlite3.Connection, window: ContextWindow, since: int, *, norms: bool
+    ) -> None:
+        """Changed centroids; their norms come later from the index's own epoch refresh when
+        the IDF changed too (`norms` False), so an open does not pay for them."""
         index = window.index
         idf = window.embedder.idf
         for root in [r for r in index.centroids if not window.forest.is_root(r)]:
@@ -221,7 +230,7 @@ class Mirror:
             counts: Counter[str] = Counter(json.loads(terms))
             centroid = Centroid(
                 terms=counts,
-                norm_sq=norm_sq(counts, idf),
+                norm_sq=norm_sq(counts, idf) if norms else 0.0,
                 files=Counter(json.loads(files)),
                 symbols=Counter(json.loads(symbols)),
                 tokens=tokens,

@@ -1,0 +1,176 @@
+"""Store benchmarks: open time and RSS at 10,000 messages, cross-process drop latency, appends.
+
+Run: .venv/bin/python tests/bench/bench_store.py [--messages N]
+
+- open: a fresh process starts, opens the store and answers its first topic list (what a new
+  window pays before the Topics view fills); median of 5, with the process's peak RSS.
+- drop → other window: process A drops/restores a topic; process B (watching with watchfiles)
+  sees it in its topic list. p50/p95 over 40 changes. Target: p95 ≤ 500 ms.
+- append: durable (fsync'ed) append latency as a non-maintaining window sees it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from topicforest.engine.resolver import resolve_all
+from topicforest.engine.summarize.extractive import ExtractiveSummarizer
+from topicforest.store import Store
+
+OPEN_SCRIPT = """
+import json, resource, sys, time
+start = float(sys.argv[2])
+from topicforest.store import Store
+store = Store(sys.argv[1])
+window = store.open_window()
+topics = window.topics()
+done = time.time()
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"seconds": done - start, "topics": len(topics), "rss_mb": rss}))
+"""
+
+WATCH_SCRIPT = """
+import asyncio, json, sys, time
+from topicforest.store import Store
+from topicforest.store.watcher import watch_store
+store = Store(sys.argv[1])
+window = store.open_window()
+topic = int(sys.argv[2])
+async def main():
+    last = window.topic(topic).dropped
+    def changed():
+        nonlocal last
+        state = window.topic(topic).dropped
+        if state != last:
+            last = state
+            print(json.dumps({"seen": time.time(), "dropped": state}), flush=True)
+    print("ready", flush=True)
+    await watch_store(store, changed)
+asyncio.run(main())
+"""
+
+
+def build(path: Path, count: int) -> None:
+    store = Store(path)
+    window = store.open_window()
+    subjects = [
+        ("server/api/invoices.py", "create_invoice", "postgres alembic due_date migration"),
+        ("web/src/InvoiceTable.tsx", "useInvoiceQuery", "react pagination sorting columns"),
+        ("infra/docker-compose.yml", "pg_isready", "docker healthcheck port volume"),
+        ("tests/test_billing.py", "test_late_fee", "pytest fixture freezegun tmp_path"),
+        ("ml/train.py", "build_dataloader", "torch batch_size learning_rate cuda"),
+        ("auth/session.py", "refresh_token", "jwt expiry cookie samesite csrf"),
+        ("cli/main.py", "parse_args", "argparse subcommand verbose logging"),
+        ("docs/conf.py", "html_theme", "sphinx autodoc intersphinx napoleon"),
+    ]
+    started = time.perf_counter()
+    with store.transaction():  # one commit: building the fixture is not what is measured
+        for i in range(count):
+            path_, symbol, words = subjects[(i // 40) % len(subjects)]
+            w = words.split()
+            text = (
+                f"Turn {i}: {symbol} in {path_} — {w[i % len(w)]} and {w[(i * 7) % len(w)]} "
+                f"need work_{i % 97} (ticket T-{i % 211}); see {path_}:{i % 300}."
+            )
+            window.append(f"thread-{i // 500}", "user" if i % 2 == 0 else "assistant", text)
+            if i % 10 == 9:
+                window.graduate()
+        window.flush_thread(f"thread-{(count - 1) // 500}")
+    asyncio.run(resolve_all(window, ExtractiveSummarizer()))
+    topics = window.topics()
+    print(f"built {count} messages, {len(topics)} topics in {time.perf_counter() - started:.1f}s")
+    store.close()
+
+
+def bench_open(path: Path, runs: int = 5) -> None:
+    results = []
+    for _ in range(runs):
+        start = time.time()
+        out = subprocess.run(
+            [sys.executable, "-c", OPEN_SCRIPT, str(path), str(start)],
+            capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        results.append(json.loads(out))
+    seconds = sorted(r["seconds"] for r in results)
+    rss = max(r["rss_mb"] for r in results)
+    print(
+        f"open (process start -> first topic list, {results[0]['topics']} topics): "
+        f"median {statistics.median(seconds) * 1000:.0f} ms, max {seconds[-1] * 1000:.0f} ms "
+        f"(target <= 500 ms); peak RSS {rss:.0f} MB"
+    )
+
+
+def bench_drop(path: Path, changes: int = 40) -> None:
+    store = Store(path)
+    window = store.open_window()
+    topic = window.topic_ids()[0]
+    watcher = subprocess.Popen(
+        [sys.executable, "-c", WATCH_SCRIPT, str(path), str(topic)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert watcher.stdout is not None
+    assert watcher.stdout.readline().strip() == "ready"
+    time.sleep(0.5)
+    latencies = []
+    try:
+        for i in range(changes):
+            sent = time.time()
+            if i % 2 == 0:
+                window.drop(topic)
+            else:
+                window.restore(topic)
+            seen = json.loads(watcher.stdout.readline())
+            assert seen["dropped"] == (i % 2 == 0)
+            latencies.append(seen["seen"] - sent)
+            time.sleep(0.05)
+    finally:
+        watcher.kill()
+        watcher.wait()
+    latencies.sort()
+    p95 = latencies[int(len(latencies) * 0.95) - 1]
+    print(
+        f"drop in A -> visible in B: p50 {statistics.median(latencies) * 1000:.0f} ms, "
+        f"p95 {p95 * 1000:.0f} ms, max {latencies[-1] * 1000:.0f} ms (target p95 <= 500 ms)"
+    )
+    store.close()
+
+
+def bench_append(path: Path, count: int = 200) -> None:
+    store = Store(path)
+    window = store.open_window()
+    times = []
+    for i in range(count):
+        start = time.perf_counter()
+        window.append("bench-append", "user", f"durable append {i} about parse_args in cli/main.py")
+        times.append(time.perf_counter() - start)
+    times.sort()
+    print(
+        f"durable append at {store.message_count()} messages: p50 "
+        f"{statistics.median(times) * 1000:.2f} ms, p95 {times[int(count * 0.95)] * 1000:.2f} ms"
+    )
+    store.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--messages", type=int, default=10_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "memory.sqlite3"
+        build(path, args.messages)
+        print(f"store file: {path.stat().st_size / 1e6:.1f} MB")
+        bench_open(path)
+        bench_drop(path)
+        bench_append(path)
+
+
+if __name__ == "__main__":
+    main()
