@@ -1,0 +1,92 @@
+"""Command line of the evaluation (`make eval` runs it with no arguments)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from topicforest.eval.dataset import DatasetError, default_paths, load_conversation
+from topicforest.eval.report import pct, targets, write_report
+from topicforest.eval.run import LABELS, SYSTEMS, Options, run
+
+SHARED = Path(os.environ.get("TOPICFOREST_EVAL_DIR", "../shared/eval"))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m topicforest.eval",
+        description="Compare Topic Forest, flat recursive summarization and truncation on "
+        "conversations with planted facts; writes docs/benchmarks.md and PNG plots.",
+    )
+    parser.add_argument("conversations", nargs="*", type=Path, help="extra conversation files")
+    parser.add_argument(
+        "--only",
+        action="store_true",
+        help=f"evaluate only the files given (default: also {SHARED}/*.json and the sample)",
+    )
+    parser.add_argument("--budget", type=int, default=2048, help="history budget in tokens")
+    parser.add_argument("--out", type=Path, help="report path (default docs/benchmarks.md)")
+    parser.add_argument(
+        "--model",
+        help="opt-in: summarize with this real litellm model instead of the loopback stub "
+        "(API key from the environment; not for CI)",
+    )
+    parser.add_argument("--api-base", help="API base URL for --model")
+    parser.add_argument("--no-waiting", action="store_true", help="skip the real-time replay")
+    parser.add_argument(
+        "--time-scale",
+        type=float,
+        default=0.02,
+        help="real seconds per simulated second in the waiting replay (default 0.02)",
+    )
+    parser.add_argument(
+        "--think", type=float, default=0.0, help="simulated seconds before each user message"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    given = list(args.conversations)
+    paths = given if args.only else [*default_paths(SHARED), *given]
+    if not paths:
+        print("no conversations to evaluate", file=sys.stderr)
+        return 2
+    if not args.only and not SHARED.is_dir():
+        print(f"note: {SHARED} not found; evaluating the bundled sample only", file=sys.stderr)
+    try:
+        conversations = [load_conversation(p) for p in paths]
+    except DatasetError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not 256 <= args.budget <= 1_000_000 or not 0 < args.time_scale <= 1:
+        print("error: --budget must be 256..1000000 and --time-scale in (0, 1]", file=sys.stderr)
+        return 2
+    options = Options(
+        budget=args.budget,
+        model=args.model,
+        api_base=args.api_base,
+        waiting=not args.no_waiting,
+        time_scale=args.time_scale,
+        think=args.think,
+    )
+    out = args.out or Path("docs/benchmarks-real.md" if args.model else "docs/benchmarks.md")
+    evaluation = run(conversations, options)
+    command = "make eval" if argv is None and len(sys.argv) == 1 else _command(argv)
+    files = write_report(evaluation, out, command)
+    print(f"{'system':40} facts kept")
+    for system in SYSTEMS:
+        print(f"{LABELS[system]:40} {pct(*evaluation.survival(system))}")
+    for target in targets(evaluation):
+        print(f"{'MET ' if target.met else 'NOT MET'} {target.name}: {target.measured}")
+    print("wrote " + ", ".join(str(f) for f in files))
+    return 0
+
+
+def _command(argv: Sequence[str] | None) -> str:
+    words = list(sys.argv[1:] if argv is None else argv)
+    return " ".join(["python -m topicforest.eval", *(shlex.quote(w) for w in words)])

@@ -1,0 +1,123 @@
+"""Conversations with topic labels and planted facts (the schema of ../shared/eval)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample_conversation.json"
+
+
+class DatasetError(ValueError):
+    """A conversation file that does not follow the schema (the message says where)."""
+
+
+@dataclass(frozen=True)
+class LabelledMessage:
+    index: int
+    role: str
+    topic: str | None  # None: chatter
+    content: str
+
+
+@dataclass(frozen=True)
+class Fact:
+    id: str
+    topic: str | None
+    msg_index: int
+    superseded_msg_index: int | None
+    question: str
+    answer: str
+    must_contain: tuple[str, ...]
+    old_must_contain: tuple[str, ...] = ()  # optional: the superseded value, if the file says
+
+
+@dataclass(frozen=True)
+class Conversation:
+    id: str
+    project: str
+    topics: dict[str, str]  # id -> name
+    messages: tuple[LabelledMessage, ...]
+    facts: tuple[Fact, ...]
+    source: str = ""
+
+    def position(self, fact: Fact) -> str:
+        """'early', 'middle' or 'late': which third of the session states the fact."""
+        third = 3 * fact.msg_index // max(1, len(self.messages))
+        return ("early", "middle", "late")[min(2, third)]
+
+
+def load_conversation(path: str | Path) -> Conversation:
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DatasetError(f"{path}: cannot read conversation: {exc}") from exc
+    return parse_conversation(raw, str(path))
+
+
+def parse_conversation(raw: Any, source: str = "<data>") -> Conversation:
+    def fail(where: str, problem: str) -> DatasetError:
+        return DatasetError(f"{source}: {where}: {problem}")
+
+    if not isinstance(raw, dict):
+        raise fail("top level", "must be an object")
+    for key in ("id", "messages", "facts"):
+        if key not in raw:
+            raise fail(key, "missing")
+    topics = {str(t["id"]): str(t.get("name", t["id"])) for t in raw.get("topics", [])}
+    messages = []
+    for position, m in enumerate(raw["messages"]):
+        where = f"messages[{position}]"
+        if not isinstance(m, dict) or m.get("index") != position:
+            raise fail(where, f"index must be {position} (indices run 0..n-1 without gaps)")
+        if m.get("role") not in ("user", "assistant"):
+            raise fail(where, "role must be 'user' or 'assistant'")
+        if not isinstance(m.get("content"), str) or not m["content"].strip():
+            raise fail(where, "content must be non-empty text")
+        topic = m.get("topic")
+        if topic is not None and not isinstance(topic, str):
+            raise fail(where, "topic must be a topic id or null")
+        messages.append(LabelledMessage(position, m["role"], topic, m["content"]))
+    facts = []
+    for position, f in enumerate(raw["facts"]):
+        where = f"facts[{position}]"
+        try:
+            index = int(f["msg_index"])
+            must = tuple(str(s) for s in f["must_contain"])
+            superseded = f.get("superseded_msg_index")
+            fact = Fact(
+                id=str(f["id"]),
+                topic=f.get("topic"),
+                msg_index=index,
+                superseded_msg_index=None if superseded is None else int(superseded),
+                question=str(f["question"]),
+                answer=str(f.get("answer", "")),
+                must_contain=must,
+                old_must_contain=tuple(str(s) for s in f.get("old_must_contain", ())),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise fail(where, f"malformed fact ({exc})") from exc
+        if not 0 <= index < len(messages) or not must:
+            raise fail(where, "msg_index out of range or must_contain empty")
+        text = messages[index].content.lower()
+        missing = [s for s in must if s.lower() not in text]
+        if missing:
+            raise fail(where, f"must_contain {missing} not in message {index}")
+        facts.append(fact)
+    return Conversation(
+        id=str(raw["id"]),
+        project=str(raw.get("project", "")),
+        topics=topics,
+        messages=tuple(messages),
+        facts=tuple(facts),
+        source=source,
+    )
+
+
+def default_paths(shared: Path) -> list[Path]:
+    """Every conversation in the shared dev set (if present), then the bundled sample."""
+    found = sorted(shared.glob("*.json")) if shared.is_dir() else []
+    return [*found, SAMPLE]

@@ -1,0 +1,234 @@
+"""Run the evaluation: replay, score, and collect everything the report needs."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from topicforest.engine.summarize.base import Summarizer
+from topicforest.engine.summarize.litellm_summarizer import LiteLLMSummarizer
+from topicforest.eval.dataset import Conversation
+from topicforest.eval.metrics import (
+    adjusted_rand_index,
+    contains_all,
+    old_values,
+    purity,
+    shows_only_old,
+)
+from topicforest.eval.systems import (
+    Cost,
+    TopicSpend,
+    run_flat,
+    run_topic_forest,
+    run_truncation,
+)
+from topicforest.eval.waiting import ChatStub, WaitTrace, wait_flat, wait_topic_forest
+from topicforest.testing.stub_llm import STUB_API_KEY, StubLLM
+
+SYSTEMS = ("forest_query", "forest", "flat", "truncation")
+LABELS = {
+    "forest_query": "Topic Forest (question as query)",
+    "forest": "Topic Forest (no query)",
+    "flat": "Flat recursive summary",
+    "truncation": "Truncation",
+}
+STUB_SUMMARY_MODEL = "openai/stub-summary"
+
+
+@dataclass
+class Options:
+    budget: int = 2048
+    model: str | None = None  # a real summarizer model (opt-in); None = the loopback stub
+    api_base: str | None = None
+    waiting: bool = True
+    time_scale: float = 0.02  # 1 simulated second lasts this many real seconds
+    summary_latency: tuple[float, float] = (1.0, 3.0)  # seconds per summarizer call (simulated)
+    chat_latency: float = 2.0  # seconds per chat model call (simulated)
+    think: float = 0.0  # seconds the user takes before the next message (simulated)
+
+
+@dataclass
+class FactOutcome:
+    id: str
+    position: str
+    superseded: bool
+    question: str
+    must_contain: list[str]
+    kept: dict[str, bool]  # system -> all must_contain present
+    only_old: dict[str, bool]  # system -> shows a superseded value without the current one
+    old_values: list[str]
+
+
+@dataclass
+class Clustering:
+    labels: int  # distinct topic labels in the file
+    labelled: int  # messages with a topic label
+    topics: int
+    purity: float  # chatter left out
+    ari: float
+    purity_with_chatter: float  # chatter as a label of its own
+    ari_with_chatter: float
+
+
+@dataclass
+class Waiting:
+    forest: list[float]  # seconds per turn, measured (scaled time)
+    flat: list[float]
+    forest_summary_calls: int
+    flat_summary_calls: int
+    forest_call_seconds: list[float]  # each summarizer call's own duration (measured)
+    flat_call_seconds: list[float]
+
+
+@dataclass
+class ConversationResult:
+    id: str
+    source: str
+    messages: int
+    facts: list[FactOutcome]
+    clustering: Clustering
+    cost: dict[str, Cost]
+    topics: list[TopicSpend]
+    max_render_tokens: int
+    fallback_renders: int
+    waiting: Waiting | None = None
+
+    def survival(self, system: str, position: str | None = None) -> tuple[int, int]:
+        chosen = [f for f in self.facts if position is None or f.position == position]
+        return sum(f.kept[system] for f in chosen), len(chosen)
+
+
+@dataclass
+class Evaluation:
+    options: Options
+    summarizer: str
+    conversations: list[ConversationResult] = field(default_factory=list)
+
+    def facts(self) -> list[FactOutcome]:
+        return [f for c in self.conversations for f in c.facts]
+
+    def survival(self, system: str, position: str | None = None) -> tuple[int, int]:
+        pairs = [c.survival(system, position) for c in self.conversations]
+        return sum(k for k, _ in pairs), sum(n for _, n in pairs)
+
+    def cost(self, system: str) -> Cost:
+        total = Cost()
+        for c in self.conversations:
+            total.add(c.cost[system])
+        return total
+
+
+def score(conv: Conversation, contexts: dict[str, dict[str, str]]) -> list[FactOutcome]:
+    """contexts: system -> fact id -> the text that system would send at the end."""
+    outcomes = []
+    for fact in conv.facts:
+        texts = {system: by_fact[fact.id] for system, by_fact in contexts.items()}
+        outcomes.append(
+            FactOutcome(
+                id=fact.id,
+                position=conv.position(fact),
+                superseded=fact.superseded_msg_index is not None,
+                question=fact.question,
+                must_contain=list(fact.must_contain),
+                kept={s: contains_all(t, fact.must_contain) for s, t in texts.items()},
+                only_old={s: shows_only_old(t, conv, fact) for s, t in texts.items()},
+                old_values=old_values(conv, fact),
+            )
+        )
+    return outcomes
+
+
+def clustering(conv: Conversation, clusters: Sequence[int]) -> Clustering:
+    labelled = [(c, m.topic) for c, m in zip(clusters, conv.messages, strict=True) if m.topic]
+    everything = [(c, m.topic or "<chatter>") for c, m in zip(clusters, conv.messages, strict=True)]
+    return Clustering(
+        labels=len({t for _, t in labelled}),
+        labelled=len(labelled),
+        topics=len(set(clusters)),
+        purity=purity([c for c, _ in labelled], [t for _, t in labelled]),
+        ari=adjusted_rand_index([c for c, _ in labelled], [t for _, t in labelled]),
+        purity_with_chatter=purity([c for c, _ in everything], [t for _, t in everything]),
+        ari_with_chatter=adjusted_rand_index(
+            [c for c, _ in everything], [t for _, t in everything]
+        ),
+    )
+
+
+async def evaluate_conversation(
+    conv: Conversation, summarizer: Summarizer, options: Options
+) -> ConversationResult:
+    forest = await run_topic_forest(conv, summarizer, options.budget)
+    flat = await run_flat(conv, summarizer, options.budget)
+    truncation = run_truncation(conv, options.budget)
+    every = {f.id: "" for f in conv.facts}
+    contexts = {
+        "forest_query": forest.context_by_fact,
+        "forest": dict.fromkeys(every, forest.context_no_query),
+        "flat": dict.fromkeys(every, flat.context),
+        "truncation": dict.fromkeys(every, truncation.context),
+    }
+    return ConversationResult(
+        id=conv.id,
+        source=conv.source,
+        messages=len(conv.messages),
+        facts=score(conv, contexts),
+        clustering=clustering(conv, forest.clusters),
+        cost={"forest": forest.cost, "flat": flat.cost, "truncation": truncation.cost},
+        topics=forest.topics,
+        max_render_tokens=forest.max_render_tokens,
+        fallback_renders=forest.fallback_renders,
+    )
+
+
+async def measure_waiting(
+    conv: Conversation, options: Options, summarizer: Summarizer | None
+) -> Waiting:
+    """Real-time replay with latency; `summarizer` None = a latency stub (scaled time)."""
+    scale = options.time_scale
+    lo, hi = options.summary_latency
+    async with (
+        StubLLM(latency=options.chat_latency * scale, seed=1) as chat_stub,
+        StubLLM(latency=(lo * scale, hi * scale), seed=2) as summary_stub,
+    ):
+        chat = ChatStub(chat_stub.base_url, chat_stub.script)
+        chosen = summarizer or LiteLLMSummarizer(STUB_SUMMARY_MODEL, api_base=summary_stub.base_url)
+        think = options.think * scale
+        forest: WaitTrace = await wait_topic_forest(conv, chat, chosen, options.budget, think)
+        flat: WaitTrace = await wait_flat(conv, chat, chosen, options.budget, think)
+    return Waiting(
+        forest.turns,
+        flat.turns,
+        forest.summary_calls,
+        flat.summary_calls,
+        forest.summary_seconds,
+        flat.summary_seconds,
+    )
+
+
+async def evaluate(conversations: Sequence[Conversation], options: Options) -> Evaluation:
+    if options.model is None:
+        os.environ.setdefault("OPENAI_API_KEY", STUB_API_KEY)  # litellm wants one; stub ignores
+    async with StubLLM() as stub:
+        if options.model:
+            summarizer = LiteLLMSummarizer(options.model, api_base=options.api_base)
+        else:
+            summarizer = LiteLLMSummarizer(STUB_SUMMARY_MODEL, api_base=stub.base_url)
+        evaluation = Evaluation(options, summarizer.name)
+        for conv in conversations:
+            result = await evaluate_conversation(conv, summarizer, options)
+            if options.waiting:
+                real = summarizer if options.model else None
+                result.waiting = await measure_waiting(conv, options, real)
+            evaluation.conversations.append(result)
+    return evaluation
+
+
+def run(conversations: Sequence[Conversation], options: Options) -> Evaluation:
+    return asyncio.run(evaluate(conversations, options))
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else 0.0

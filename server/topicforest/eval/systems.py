@@ -1,0 +1,199 @@
+"""The three systems under test, replayed on one conversation with one budget and summarizer.
+
+- Topic Forest: the engine's ContextWindow; after every append, maintenance as WorkspaceMemory
+  does it (graduate, then resolver rounds until no topic is dirty); every user turn renders with
+  the message as query, as a chat turn does. At the end: render with no query and with each
+  fact's question as the query.
+- Flat: aider's ChatSummary loop with the engine's `summarize_flat`: after each exchange, if the
+  done messages exceed the budget, replace them by summary + newest half.
+- Truncation: the newest messages that fit the budget.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from topicforest.engine.config import WindowConfig
+from topicforest.engine.messages import Message
+from topicforest.engine.render import MESSAGE_OVERHEAD
+from topicforest.engine.resolver import resolve_round
+from topicforest.engine.summarize.base import Summarizer, SummaryRequest, SummaryResult
+from topicforest.engine.summarize.flat import summarize_flat
+from topicforest.engine.tokens import TokenCounter, estimate_tokens
+from topicforest.engine.window import ContextWindow
+from topicforest.eval.dataset import Conversation
+
+THREAD = "eval"
+START = 1_700_000_000.0
+TURN_SECONDS = 60.0
+MAX_ROUNDS = 20  # as WorkspaceMemory: summary rounds per maintenance wake-up
+
+
+@dataclass
+class Cost:
+    calls: int = 0
+    failed: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def add(self, other: Cost) -> None:
+        self.calls += other.calls
+        self.failed += other.failed
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+
+
+class CountingSummarizer:
+    """Wraps the shared summarizer and counts what each system spends (usage as reported)."""
+
+    def __init__(self, inner: Summarizer) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.cost = Cost()
+        self.durations: list[float] = []
+
+    async def summarize(self, request: SummaryRequest) -> SummaryResult:
+        started = time.perf_counter()
+        try:
+            result = await self.inner.summarize(request)
+        except Exception:
+            self.cost.failed += 1
+            raise
+        self.durations.append(time.perf_counter() - started)
+        self.cost.calls += 1
+        self.cost.input_tokens += result.input_tokens
+        self.cost.output_tokens += result.output_tokens
+        return result
+
+
+@dataclass
+class TopicSpend:
+    id: int
+    title: str
+    messages: int
+    calls: int
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass
+class ForestRun:
+    context_no_query: str
+    context_by_fact: dict[str, str]
+    clusters: list[int]  # topic of each message, by conversation index (after a final flush)
+    cost: Cost
+    topics: list[TopicSpend]
+    max_render_tokens: int
+    fallback_renders: int
+
+
+@dataclass
+class BaselineRun:
+    context: str
+    cost: Cost = field(default_factory=Cost)
+
+
+def _message(conv: Conversation, index: int, count: TokenCounter) -> Message:
+    m = conv.messages[index]
+    return Message(
+        id=index + 1,
+        thread_id=THREAD,
+        role="user" if m.role == "user" else "assistant",
+        content=m.content,
+        timestamp=START + index * TURN_SECONDS,
+        tokens=count(m.content),
+    )
+
+
+async def maintain(window: ContextWindow, summarizer: Summarizer) -> None:
+    """WorkspaceMemory.maintain without the notifications: graduate, then summarize dirty."""
+    window.graduate()
+    for _ in range(MAX_ROUNDS):
+        if not window.dirty_topic_ids():
+            return
+        report = await resolve_round(window, summarizer)
+        if report.applied == 0 and report.failed:
+            return
+
+
+async def run_topic_forest(
+    conv: Conversation, summarizer: Summarizer, budget: int, count: TokenCounter = estimate_tokens
+) -> ForestRun:
+    counting = CountingSummarizer(summarizer)
+    window = ContextWindow(WindowConfig(history_budget=budget), count=count)
+    ids: list[int] = []
+    max_tokens = 0
+    fallbacks = 0
+    for index, m in enumerate(conv.messages):
+        message = window.append(THREAD, m.role, m.content, timestamp=START + index * TURN_SECONDS)
+        ids.append(message.id)
+        if m.role == "user":  # a chat turn renders right after storing the question
+            rendered = window.render(query=m.content, thread_id=THREAD)
+            max_tokens = max(max_tokens, rendered.tokens)
+            fallbacks += rendered.fallback
+        await maintain(window, counting)
+
+    final = window.render(thread_id=THREAD)
+    by_fact = {}
+    for fact in conv.facts:
+        rendered = window.render(query=fact.question, thread_id=THREAD)
+        by_fact[fact.id] = rendered.text()
+        max_tokens = max(max_tokens, rendered.tokens)
+    topics = [
+        TopicSpend(
+            t.id,
+            t.title,
+            t.message_count,
+            t.spend.calls,
+            t.spend.input_tokens,
+            t.spend.output_tokens,
+        )
+        for t in window.topics()
+        if not t.dropped
+    ]
+    # Cluster quality is judged on every message: an idle thread flushes its hot zone anyway.
+    window.flush_thread(THREAD)
+    clusters = [window.forest.find(i) for i in ids]
+    return ForestRun(
+        context_no_query=final.text(),
+        context_by_fact=by_fact,
+        clusters=clusters,
+        cost=counting.cost,
+        topics=topics,
+        max_render_tokens=max(max_tokens, final.tokens),
+        fallback_renders=fallbacks,
+    )
+
+
+def too_big(messages: list[Message], budget: int, count: TokenCounter) -> bool:
+    """aider's ChatSummary.too_big."""
+    return sum(count(m.content) for m in messages) > budget
+
+
+async def run_flat(
+    conv: Conversation, summarizer: Summarizer, budget: int, count: TokenCounter = estimate_tokens
+) -> BaselineRun:
+    counting = CountingSummarizer(summarizer)
+    done: list[Message] = []
+    for index in range(len(conv.messages)):
+        done.append(_message(conv, index, count))
+        end_of_exchange = conv.messages[index].role == "assistant"
+        last = index == len(conv.messages) - 1
+        if (end_of_exchange or last) and too_big(done, budget, count):
+            done = await summarize_flat(done, budget, counting, count)
+    return BaselineRun("\n\n".join(m.content for m in done), counting.cost)
+
+
+def run_truncation(
+    conv: Conversation, budget: int, count: TokenCounter = estimate_tokens
+) -> BaselineRun:
+    kept: list[str] = []
+    used = 0
+    for m in reversed(conv.messages):
+        cost = count(m.content) + MESSAGE_OVERHEAD
+        if used + cost > budget:
+            break
+        kept.append(m.content)
+        used += cost
+    return BaselineRun("\n\n".join(reversed(kept)))

@@ -1,0 +1,141 @@
+"""Waiting: what memory management adds to each chat turn's critical path, in real time.
+
+Both systems run against two loopback stubs through real litellm: a chat model (replies are the
+conversation's own assistant messages, scripted) and a summarizer with latency. Time is scaled
+down (by default 1/50: summaries take 20–60 ms standing for 1–3 s, the chat call 40 ms for 2 s),
+the user answers at once (think time 0, the worst case for waiting), and each turn's critical
+path is measured with the wall clock from receiving the message to starting the model call.
+
+- Topic Forest: the product's own `WorkspaceMemory.chat` with its background maintenance task.
+- Flat (aider style): after each reply, if the history is too big, summarizing starts in the
+  background; the next turn first waits for it (aider's summarize_end), then renders.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from topicforest.engine.config import WindowConfig
+from topicforest.engine.llm import load_litellm
+from topicforest.engine.messages import Message
+from topicforest.engine.summarize.base import Summarizer
+from topicforest.engine.summarize.flat import summarize_flat
+from topicforest.engine.tokens import estimate_tokens
+from topicforest.engine.window import ContextWindow
+from topicforest.eval.dataset import Conversation
+from topicforest.eval.systems import THREAD, CountingSummarizer, too_big
+
+CHAT_MODEL = "openai/stub-chat"
+
+
+@dataclass
+class WaitTrace:
+    """Per user turn: seconds from receiving the message to starting the model call."""
+
+    turns: list[float] = field(default_factory=list)
+    summary_calls: int = 0
+    summary_seconds: list[float] = field(default_factory=list)  # each call's own duration
+
+
+@dataclass(frozen=True)
+class ChatStub:
+    base_url: str
+    script: Callable[[str], None]  # queue the next reply
+
+
+async def _chat(chat: ChatStub, messages: list[dict[str, str]], reply: str) -> str:
+    """One streamed chat call, the way the server makes it."""
+    chat.script(reply)
+    litellm = load_litellm()
+    stream = await litellm.acompletion(
+        model=CHAT_MODEL,
+        api_base=chat.base_url,
+        messages=messages,
+        stream=True,
+        num_retries=0,
+        timeout=60,
+    )
+    parts = []
+    async for chunk in stream:
+        if chunk.choices and chunk.choices[0].delta.content:
+            parts.append(chunk.choices[0].delta.content)
+    return "".join(parts)
+
+
+def _exchanges(conv: Conversation) -> list[tuple[str, str | None]]:
+    pairs: list[tuple[str, str | None]] = []
+    for m in conv.messages:
+        if m.role == "user":
+            pairs.append((m.content, None))
+        elif pairs and pairs[-1][1] is None:
+            pairs[-1] = (pairs[-1][0], m.content)
+    return pairs
+
+
+async def wait_topic_forest(
+    conv: Conversation, chat: ChatStub, summarizer: Summarizer, budget: int, think: float = 0.0
+) -> WaitTrace:
+    from topicforest.memory import WorkspaceMemory
+    from topicforest.server.config import Settings
+
+    counting = CountingSummarizer(summarizer)
+    settings = Settings(chat_model=CHAT_MODEL, api_base=chat.base_url, history_budget=budget)
+    memory = WorkspaceMemory(
+        "eval",
+        settings,
+        window=ContextWindow(WindowConfig(history_budget=budget)),
+        summarizer=counting,
+    )
+    memory.start()
+    try:
+        for turn, (question, answer) in enumerate(_exchanges(conv)):
+            memory_reply = answer or "ok"
+            chat.script(memory_reply)
+            await memory.chat(THREAD, f"t{turn}", question)
+            await asyncio.sleep(think)
+        turns = list(memory.critical_path)
+    finally:
+        await memory.close()
+    return WaitTrace(turns, counting.cost.calls, counting.durations)
+
+
+async def wait_flat(
+    conv: Conversation, chat: ChatStub, summarizer: Summarizer, budget: int, think: float = 0.0
+) -> WaitTrace:
+    counting = CountingSummarizer(summarizer)
+    trace = WaitTrace()
+    done: list[Message] = []
+    pending: asyncio.Task[list[Message]] | None = None
+    next_id = 1
+
+    def message(role: str, text: str) -> Message:
+        nonlocal next_id
+        next_id += 1
+        return Message(next_id, THREAD, "user" if role == "user" else "assistant", text, 0.0, 0)
+
+    for question, answer in _exchanges(conv):
+        received = time.perf_counter()
+        if pending is not None:  # aider: summarize_end() joins the running summary first
+            done = await pending
+            pending = None
+        user = message("user", question)
+        context: list[dict[str, Any]] = [{"role": m.role, "content": m.content} for m in done]
+        context.append({"role": "user", "content": question})
+        trace.turns.append(time.perf_counter() - received)
+        reply = await _chat(chat, context, answer or "ok")
+        done += [user, message("assistant", reply)]
+        if too_big(done, budget, estimate_tokens):  # aider: summarize_start() in a thread
+            snapshot = list(done)
+            pending = asyncio.create_task(
+                summarize_flat(snapshot, budget, counting, estimate_tokens)
+            )
+        await asyncio.sleep(think)
+    if pending is not None:
+        await pending
+    trace.summary_calls = counting.cost.calls
+    trace.summary_seconds = counting.durations
+    return trace
