@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from topicforest.engine import ContextWindow, WindowConfig
-from topicforest.engine.resolver import resolve_all
+from topicforest.engine.resolver import resolve_round
 from topicforest.engine.summarize import ExtractiveSummarizer
 from topicforest.eval.metrics import adjusted_rand_index, purity
 
@@ -21,7 +21,7 @@ pytestmark = requires_shared_eval
 def replay(
     conversation: dict[str, Any], budget: int = 2048
 ) -> tuple[ContextWindow, dict[int, int]]:
-    """Append every message as a chat would, with background summaries every few turns."""
+    """Append every message as a chat would, with the background summary round after each."""
     window = ContextWindow(WindowConfig(history_budget=budget))
     ids: dict[int, int] = {}
     summarizer = ExtractiveSummarizer()
@@ -31,9 +31,7 @@ def replay(
         )
         ids[message["index"]] = stored.id
         window.graduate()
-        if message["index"] % 10 == 9:
-            asyncio.run(resolve_all(window, summarizer))
-    asyncio.run(resolve_all(window, summarizer))
+        asyncio.run(resolve_round(window, summarizer))  # as the background loop does
     return window, ids
 
 

@@ -83,7 +83,7 @@ def test_render_never_exceeds_budget(
         window.append("t", "user" if i % 2 == 0 else "assistant", text, timestamp=float(i))
         window.graduate()
     if summarize:
-        asyncio.run(resolve_round(window, ExtractiveSummarizer()))
+        asyncio.run(resolve_round(window, ExtractiveSummarizer(), force=True))
     live = window.forest.live_roots()
     for root in live[:pins]:
         window.pin(root)
@@ -127,7 +127,7 @@ def test_exact_count_never_exceeds_budget_even_where_the_estimate_is_wrong(
     for i, text in enumerate(texts):
         window.append("t", "user" if i % 2 == 0 else "assistant", text * 2)
         window.graduate()
-    asyncio.run(resolve_round(window, ExtractiveSummarizer()))
+    asyncio.run(resolve_round(window, ExtractiveSummarizer(), force=True))
     rendered = window.render(query=query, thread_id="t")
     assert sum(exact(m["content"]) + 4 for m in rendered.messages) <= budget
     assert rendered.tokens <= budget

@@ -40,7 +40,7 @@ def stub_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 async def test_stale_summary_is_discarded_and_topic_stays_dirty() -> None:
     window = filled_window(budget=512)
-    jobs = window.summary_jobs()
+    jobs = window.summary_jobs(force=True)
     assert jobs
     job = jobs[0]
     result = await ExtractiveSummarizer().summarize(job.request)
@@ -57,7 +57,7 @@ async def test_stale_summary_is_discarded_and_topic_stays_dirty() -> None:
 
 async def test_summary_for_a_merged_away_topic_is_discarded() -> None:
     window = filled_window(budget=512)
-    job = window.summary_jobs()[0]
+    job = window.summary_jobs(force=True)[0]
     other = next(r for r in window.forest.live_roots() if r != job.topic_id)
     survivor = window._union(job.topic_id, other)
     result = await ExtractiveSummarizer().summarize(job.request)
@@ -81,7 +81,7 @@ async def test_cascade_falls_back_to_the_next_model_then_offline(stub_env: None)
         second = LiteLLMSummarizer("openai/second", api_base=stub.base_url, timeout=5)
         cascade = CascadeSummarizer([first, second])
         window = filled_window(budget=512)
-        request = window.summary_jobs()[0].request
+        request = window.summary_jobs(force=True)[0].request
 
         stub.fail("status", status=429)
         result = await cascade.summarize(request)
@@ -118,7 +118,7 @@ async def test_cascade_without_floor_raises_a_clear_error_and_resolver_survives(
         await cascade.summarize(SummaryRequest(messages=()))
     window = filled_window(budget=512)
     dirty = window.dirty_topic_ids()
-    report = await resolve_round(window, cascade)
+    report = await resolve_round(window, cascade, force=True)
     assert report.failed == len(dirty) and report.applied == 0
     assert window.dirty_topic_ids() == dirty  # nothing lost, still waiting for a summary
     assert window.render(thread_id="main").tokens <= 512  # render still works from raw members
@@ -133,7 +133,7 @@ async def test_slow_summary_does_not_block_render() -> None:
             return await ExtractiveSummarizer().summarize(request)
 
     window = filled_window(budget=512)
-    task = asyncio.create_task(resolve_round(window, Slow()))
+    task = asyncio.create_task(resolve_round(window, Slow(), force=True))
     await asyncio.sleep(0.01)
     rendered = window.render(query="docker", thread_id="main")  # while summaries are running
     assert rendered.tokens <= 512 and rendered.topics
@@ -158,3 +158,26 @@ def test_summary_for_offline_keeps_paths_identifiers_versions_numbers() -> None:
     for needle in ("2.3.1", "NCCL_P2P_DISABLE", "docker/Dockerfile", "5050", "trainer/loop.py"):
         assert needle in text
     assert "```" not in text
+
+
+async def test_topics_gather_a_batch_before_a_summary_call() -> None:
+    window = ContextWindow(WindowConfig(history_budget=512, summary_batch_tokens=400))
+    calls = 0
+
+    class Counting:
+        name = "counting"
+
+        async def summarize(self, request: SummaryRequest) -> SummaryResult:
+            nonlocal calls
+            calls += 1
+            assert sum(m.tokens for m in request.messages) >= 400
+            return await ExtractiveSummarizer().summarize(request)
+
+    for i in range(40):
+        window.append("t", "user", f"build_loader in data/loader.py uses num_workers={i} " * 3)
+        window.append("t", "assistant", f"set prefetch_factor={i} and pin_memory for the loader")
+        window.graduate()
+        await resolve_round(window, Counting())
+    graduated = sum(m.tokens for m in window.log.get_many(iter(window.forest)))
+    assert 0 < calls <= graduated // 400
+    assert window.render(thread_id="t").tokens <= 512

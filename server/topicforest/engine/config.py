@@ -23,6 +23,7 @@ class WindowConfig:
     hot_share: float = 0.5  # share of the budget each thread keeps verbatim
     max_message_chars: int = 200_000
     max_vocabulary: int = 50_000
+    summary_batch_tokens: int = 768  # unsummarized tokens a topic gathers before a summary call
 
     def __post_init__(self) -> None:
         if self.history_budget < 64:
@@ -31,6 +32,8 @@ class WindowConfig:
             raise ValueError("merge_threshold must be between 0 and 1")
         if self.max_topics < 1:
             raise ValueError("max_topics must be at least 1")
+        if self.summary_batch_tokens < 0:
+            raise ValueError("summary_batch_tokens must not be negative")
         if not 0.1 <= self.hot_share <= 0.9:
             raise ValueError("hot_share must be between 0.1 and 0.9")
 

@@ -10,6 +10,7 @@ All quoted text is prefixed with "| " so it can never forge a header or a role.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
@@ -27,7 +28,10 @@ MESSAGE_OVERHEAD = 4  # tokens a chat API spends per message on role and separat
 MIN_RAW_SHARE = 48
 FILE_BOOST = 0.35
 RECALL_SHARE = 0.5  # of the topic space, for originals that match the query
+EXCERPT_TOKENS = 192  # a recalled message longer than this shows only its matching lines
 RECENCY_WEIGHT = 0.05
+
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+")
 
 MEMORY_HEADER = (
     "Memory of earlier conversation, grouped by topic (Topic Forest). Lines starting with "
@@ -220,7 +224,7 @@ def _topic_block(
     qvec: Counter[str],
     space: int,
     share: int,
-    recalled: list[int],
+    recalled: list[Recalled],
 ) -> tuple[str, tuple[Mode, tuple[int, ...]]]:
     """The topic's block: summary and/or not-yet-summarized messages, plus recalled originals.
 
@@ -237,7 +241,8 @@ def _topic_block(
         return _join(header, ids, window), ("expanded", tuple(ids))
 
     header = f"## Topic {root}: {title}{flags} ({size} messages)"
-    recall_cost = sum(window.log.get(m).tokens + 4 for m in recalled)
+    recall_cost = sum(r.tokens for r in recalled)
+    recalled_ids = [r.message_id for r in recalled]
     summary = window.summaries.get(root)
     mode: Mode
     if summary and not window.is_dirty(root):
@@ -245,7 +250,9 @@ def _topic_block(
         body, ids, mode = quote(fit_summary(window, root, summary.text, room)), [], "summary"
     else:
         covered = summary.covered if summary else set()
-        pending = [m for m in window.forest.members(root) if m not in covered and m not in recalled]
+        pending = [
+            m for m in window.forest.members(root) if m not in covered and m not in recalled_ids
+        ]
         base = header + ("\n" + quote(summary.text) if summary else "")
         room = space if pinned else min(space, max(share, count(base) + MIN_RAW_SHARE))
         ids = _best_members(window, qvec, pending, room - count(base) - recall_cost - 1)
@@ -254,15 +261,15 @@ def _topic_block(
             + [quote_message(m) for m in window.log.get_many(ids)]
         )
         mode = "summary+messages" if summary else "messages"
-    shown = sorted([*ids, *recalled])
-    recalled_lines = [quote_message(m) for m in window.log.get_many(sorted(recalled))]
+    shown = sorted([*ids, *recalled_ids])
+    recalled_lines = [r.line for r in sorted(recalled, key=lambda r: r.message_id)]
     block = "\n".join(line for line in [header, body, *recalled_lines] if line)
     if count(block) <= space:
         return (block if body or recalled else ""), (mode, tuple(shown))
     if recalled:
         block = "\n".join([header, *recalled_lines])
         if count(block) <= space:
-            return block, ("recalled", tuple(sorted(recalled)))
+            return block, ("recalled", tuple(sorted(recalled_ids)))
     if pinned:  # pinned topics always appear, cut to what fits
         return truncate("\n".join([header, body]), space - 1, count), (mode, tuple(ids))
     return "", (mode, ())
@@ -285,11 +292,19 @@ def fit_summary(window: ContextWindow, root: int, text: str, room: int) -> str:
     return LEAD + digest.select(room - 2 - window.count(LEAD))
 
 
-def _recall(window: ContextWindow, qvec: Counter[str], room: int) -> dict[int, list[int]]:
-    """Originals most relevant to the query, by topic, within `room` tokens."""
+@dataclass(frozen=True)
+class Recalled:
+    message_id: int
+    line: str  # the quoted excerpt as rendered
+    tokens: int
+
+
+def _recall(window: ContextWindow, qvec: Counter[str], room: int) -> dict[int, list[Recalled]]:
+    """Excerpts of the originals most relevant to the query, by topic, within `room` tokens."""
     if not qvec or room <= 0:
         return {}
-    chosen: dict[int, list[int]] = {}
+    terms = [t for t in qvec if len(t) > 2]
+    chosen: dict[int, list[Recalled]] = {}
     used = 0
     for message_id, _ in window.recall.search(qvec, window.embedder.idf):
         if message_id not in window.forest:
@@ -297,12 +312,50 @@ def _recall(window: ContextWindow, qvec: Counter[str], room: int) -> dict[int, l
         root = window.forest.find(message_id)
         if window.forest.root(root).dropped or root in window.expanded:
             continue
-        cost = window.log.get(message_id).tokens + 4
+        message = window.log.get(message_id)
+        text = excerpt(message.content, terms, window.count, EXCERPT_TOKENS)
+        line = quote(f"{message.role}: {text}")
+        cost = window.count(line) + 1
         if used + cost > room:
             continue
-        chosen.setdefault(root, []).append(message_id)
+        chosen.setdefault(root, []).append(Recalled(message_id, line, cost))
         used += cost
     return chosen
+
+
+def excerpt(text: str, terms: list[str], count: TokenCounter, limit: int) -> str:
+    """The lines of `text` that name the most query terms, in order, within `limit` tokens.
+
+    A recalled answer is often a long reply with a code block; the line that holds the fact is
+    what the model needs, so one message does not eat the room of five.
+    """
+    if count(text) <= limit:
+        return text
+    pieces = [p for line in text.split("\n") for p in _SENTENCE.split(line) if p.strip()]
+    lowered = [p.lower() for p in pieces]
+    hits = [sum(1 for t in terms if t in piece) for piece in lowered]
+    order = sorted(range(len(pieces)), key=lambda i: (-hits[i], i))
+    chosen: list[int] = []
+    used = 0
+    for i in order:
+        if hits[i] == 0 and chosen:
+            break
+        cost = count(pieces[i]) + 1
+        if used + cost <= limit:
+            chosen.append(i)
+            used += cost
+    if not chosen:
+        return truncate(text, limit, count)
+    parts: list[str] = []
+    previous = -1
+    for i in sorted(chosen):
+        if i != previous + 1:
+            parts.append("…")
+        parts.append(pieces[i].strip())
+        previous = i
+    if previous != len(pieces) - 1:
+        parts.append("…")
+    return " ".join(parts)
 
 
 def _best_members(

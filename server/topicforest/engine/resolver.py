@@ -29,6 +29,7 @@ async def resolve_round(
     window: ContextWindow,
     summarizer: Summarizer,
     *,
+    force: bool = False,
     concurrency: int = 4,
     on_applied: Callable[[SummaryJob, SummaryResult], None] | None = None,
 ) -> RoundReport:
@@ -51,19 +52,23 @@ async def resolve_round(
         else:
             report.stale += 1
 
-    await asyncio.gather(*(run(job) for job in window.summary_jobs()))
+    await asyncio.gather(*(run(job) for job in window.summary_jobs(force=force)))
     if window.wants_fallback:
         await refresh_fallback(window, summarizer)
     return report
 
 
-async def resolve_all(window: ContextWindow, summarizer: Summarizer, max_rounds: int = 50) -> int:
-    """Run rounds until no topic is dirty (or `max_rounds`); returns summaries applied."""
+async def resolve_all(
+    window: ContextWindow, summarizer: Summarizer, *, force: bool = True, max_rounds: int = 50
+) -> int:
+    """Run rounds until no job is due (or `max_rounds`); returns summaries applied.
+
+    By default every dirty topic is summarized, however little it gathered (`force`)."""
     applied = 0
     for _ in range(max_rounds):
-        if not window.dirty_topic_ids():
+        if not window.summary_jobs(force=force):
             break
-        report = await resolve_round(window, summarizer)
+        report = await resolve_round(window, summarizer, force=force)
         applied += report.applied
         if report.applied == 0 and report.failed:
             break

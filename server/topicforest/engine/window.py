@@ -349,8 +349,16 @@ class ContextWindow:
         summary = self.summaries.get(root)
         return summary is None or summary.version != self.forest.version(root)
 
-    def summary_jobs(self, target_tokens: int | None = None) -> list[SummaryJob]:
-        """One job per dirty live topic: its previous summary plus members not yet covered."""
+    def summary_jobs(
+        self, target_tokens: int | None = None, *, force: bool = False
+    ) -> list[SummaryJob]:
+        """One job per dirty live topic: its previous summary plus members not yet covered.
+
+        A topic waits until its not-yet-summarized messages reach `summary_batch_tokens` (render
+        shows them verbatim meanwhile): summarizing after every message would pay for the
+        previous summary again each time and, with a size-limited summarizer, wear it down.
+        `force` takes every dirty topic (idle workspace, evaluation end).
+        """
         jobs = []
         for root in self.forest.live_roots():
             if not self.is_dirty(root):
@@ -361,9 +369,12 @@ class ContextWindow:
             if not fresh and summary:  # a merge of two summarized topics needs no model call
                 summary.version = self.forest.version(root)
                 continue
+            pending = self.log.get_many(fresh)
+            if not force and sum(m.tokens for m in pending) < self.config.summary_batch_tokens:
+                continue
             batch: list[Message] = []
             size = 0
-            for message in self.log.get_many(fresh):
+            for message in pending:
                 if batch and size + message.tokens > MAX_JOB_TOKENS:
                     break
                 batch.append(message)
