@@ -379,9 +379,11 @@ class StoredWindow(ContextWindow):
         with self.store.transaction():
             super().collapse(topic_id)
 
-    def summary_jobs(self, target_tokens: int | None = None) -> list[SummaryJob]:
+    def summary_jobs(
+        self, target_tokens: int | None = None, *, force: bool = False
+    ) -> list[SummaryJob]:
         with self.store.transaction():
-            return super().summary_jobs(target_tokens)
+            return super().summary_jobs(target_tokens, force=force)
 
     def apply_summary(self, job: SummaryJob, result: SummaryResult) -> bool:
         with self.store.transaction():
