@@ -6,13 +6,14 @@ from pathlib import Path
 
 import pytest
 
+from topicforest.engine.config import WindowConfig
 from topicforest.engine.summarize.litellm_summarizer import LiteLLMSummarizer
 from topicforest.engine.tokens import estimate_tokens
 from topicforest.eval import cli
 from topicforest.eval.dataset import SAMPLE, Conversation, load_conversation
 from topicforest.eval.run import SYSTEMS, Options, evaluate
 from topicforest.eval.systems import run_flat, run_topic_forest, run_truncation
-from topicforest.testing.stub_llm import StubLLM
+from topicforest.testing.stub_llm import StubLLM, ThreadedStubLLM
 
 BUDGET = 320  # small enough that the tiny conversation must be summarized
 
@@ -21,7 +22,9 @@ BUDGET = 320  # small enough that the tiny conversation must be summarized
 async def test_systems_on_the_tiny_conversation(tiny: Conversation) -> None:
     async with StubLLM() as stub:
         summarizer = LiteLLMSummarizer("openai/stub-summary", api_base=stub.base_url)
-        forest = await run_topic_forest(tiny, summarizer, BUDGET)
+        # Small summary batches so this short conversation gets summarized at all.
+        config = WindowConfig(history_budget=BUDGET, summary_batch_tokens=64)
+        forest = await run_topic_forest(tiny, summarizer, BUDGET, config=config)
         forest_calls = len(stub.calls("summary"))
         flat = await run_flat(tiny, summarizer, BUDGET)
     truncation = run_truncation(tiny, BUDGET)
@@ -103,3 +106,17 @@ def test_shared_dev_set_loads(shared_eval: Path) -> None:
     for path in sorted(shared_eval.glob("*.json")):
         conv = load_conversation(path)
         assert conv.facts and conv.messages
+
+
+@pytest.mark.usefixtures("stub_key")
+def test_opt_in_model_path_summarizes_through_the_given_model(
+    tmp_path: Path, tiny_path: Path
+) -> None:
+    # Any OpenAI-compatible server works as the "real" model; here it is a second stub.
+    with ThreadedStubLLM() as server:
+        out = tmp_path / "real.md"
+        args = ["--only", str(tiny_path), "--budget", "320", "--out", str(out)]
+        args += ["--model", "openai/my-model", "--api-base", server.base_url, "--no-waiting"]
+        assert cli.main(args) == 0
+        assert {r.model for r in server.calls("summary")} == {"my-model"}
+    assert "the real model `openai/my-model`" in out.read_text()

@@ -12,8 +12,9 @@ from collections.abc import Hashable, Sequence
 
 from topicforest.eval.dataset import Conversation, Fact
 
-_NUMBER = re.compile(r"\d[\d.]*")
-_TOKEN = re.compile(r"[\w.:/=-]+")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e-?\d+)?")
+_TOKEN = re.compile(r"[\w.=-]+")
+_UNIT = re.compile(r"(?<=\d)(?:px|ms|s|gb|mb|kb|gib|mib|%)$")
 
 
 def contains_all(text: str, needles: Sequence[str]) -> bool:
@@ -26,30 +27,42 @@ def old_values(conversation: Conversation, fact: Fact) -> list[str]:
     """Strings that state the superseded value of `fact` (empty if it was never superseded).
 
     The file may list them (`old_must_contain`); otherwise they are derived: for each numeric
-    `must_contain` string, the tokens of the superseded message with the same shape (digits
-    collapsed, e.g. `num_workers=8` for `num_workers=6`, `1.44.1` for `1.45.3`) that the current
-    message does not also contain. A heuristic: the report lists what it flagged.
+    `must_contain` string, the tokens of the superseded message with the same shape (numbers
+    collapsed, units dropped, e.g. `num_workers=8` for `num_workers=6`, `1.44.1` for `1.45.3`,
+    `1024px` for `1280`) and of a comparable size (within 5x). The current message may repeat
+    them as history ("raised from 50"), so they are not excluded there. A heuristic: the report
+    lists the values it derived.
     """
     if fact.superseded_msg_index is None:
         return []
     if fact.old_must_contain:
         return list(fact.old_must_contain)
     old = conversation.messages[fact.superseded_msg_index].content
-    new = conversation.messages[fact.msg_index].content.lower()
     found: list[str] = []
     for needle in fact.must_contain:
         if not _NUMBER.search(needle):
             continue
-        shape = _shape(needle)
         for token in _TOKEN.findall(old):
-            token = token.strip(".:/=-")
-            if _shape(token) == shape and token.lower() not in new and token not in found:
+            token = token.strip(".=-")
+            if token in found or token.lower() == needle.lower():
+                continue
+            if _shape(token) == _shape(needle) and _comparable(token, needle):
                 found.append(token)
     return found
 
 
 def _shape(token: str) -> str:
-    return _NUMBER.sub("#", token.lower())
+    return _NUMBER.sub("#", _UNIT.sub("", token.lower()))
+
+
+def _comparable(a: str, b: str) -> bool:
+    """Same order of magnitude (within 5x) when both are plain numbers."""
+    try:
+        x = float(_UNIT.sub("", a.lower()).replace("_", "").replace(",", ""))
+        y = float(_UNIT.sub("", b.lower()).replace("_", "").replace(",", ""))
+    except ValueError:
+        return True  # versions, key=value: the shape decides
+    return x > 0 and y > 0 and max(x, y) / min(x, y) <= 5
 
 
 def shows_only_old(text: str, conversation: Conversation, fact: Fact) -> bool:

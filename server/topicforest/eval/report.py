@@ -278,6 +278,7 @@ def _markdown(evaluation: Evaluation, command: str, figures: dict[str, Path]) ->
         f"| **all** | {LABELS['flat']} | {total_flat.calls} | {total_flat.input_tokens:,} | "
         f"{total_flat.output_tokens:,} |"
     )
+    add("")
     add("Truncation makes no summarizer calls.")
     add("")
     add(_figure(figures, "cost", "Summarizer tokens per conversation.", command))

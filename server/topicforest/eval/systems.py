@@ -118,10 +118,15 @@ async def maintain(window: ContextWindow, summarizer: Summarizer) -> None:
 
 
 async def run_topic_forest(
-    conv: Conversation, summarizer: Summarizer, budget: int, count: TokenCounter = estimate_tokens
+    conv: Conversation,
+    summarizer: Summarizer,
+    budget: int,
+    count: TokenCounter = estimate_tokens,
+    config: WindowConfig | None = None,
 ) -> ForestRun:
+    """Replay `conv`; the engine's default configuration at `budget` unless `config` is given."""
     counting = CountingSummarizer(summarizer)
-    window = ContextWindow(WindowConfig(history_budget=budget), count=count)
+    window = ContextWindow(config or WindowConfig(history_budget=budget), count=count)
     ids: list[int] = []
     max_tokens = 0
     fallbacks = 0
