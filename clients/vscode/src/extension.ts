@@ -1,0 +1,65 @@
+// Wires the server, the chat view, the topic tree, commands and the status bar together.
+import * as vscode from 'vscode';
+import { ChatController, ChatViewProvider } from './chatView';
+import { TopicCommands } from './commands';
+import { PREVIEW_SCHEME, PreviewProvider } from './preview';
+import { ServerManager } from './server';
+import { BudgetStatus } from './statusBar';
+import { budgetDescription, TopicTreeProvider } from './topicTree';
+
+let server: ServerManager | undefined;
+
+export function activate(context: vscode.ExtensionContext): void {
+  const log = vscode.window.createOutputChannel('Topic Forest', { log: true });
+  server = new ServerManager(log);
+  const tree = new TopicTreeProvider(server, log);
+  const view = vscode.window.createTreeView('topicForest.topics', { treeDataProvider: tree,
+    showCollapseAll: true });
+  const status = new BudgetStatus();
+  const preview = new PreviewProvider(server);
+  const chat = new ChatController(server, context.workspaceState, () => tree.refresh());
+
+  tree.onDidLoad(({ used, budget, topics }) => {
+    view.description = budgetDescription(used, budget);
+    view.message = topics.length ? undefined
+      : 'No topics yet. Older chat messages are grouped into topics here as the conversation grows.';
+    status.update(used, budget, topics.length);
+  });
+  server.onDidChangeState((state) => {
+    status.serverState(state);
+    if (state === 'running') tree.refresh(0);
+    if (state === 'failed') view.message = 'The Topic Forest server is not running: see the log, ' +
+      'then run "Topic Forest: Restart Server".';
+  });
+
+  context.subscriptions.push(
+    log, server, tree, view, status, chat,
+    vscode.window.registerWebviewViewProvider('topicForest.chat', new ChatViewProvider(
+      context.extensionUri, chat), { webviewOptions: { retainContextWhenHidden: true } }),
+    vscode.workspace.registerTextDocumentContentProvider(PREVIEW_SCHEME, preview),
+    server.onNotification('topicForest/topicsChanged', () => {
+      tree.refresh();
+      preview.refreshOpen();
+    }),
+    ...new TopicCommands(server, tree).register(),
+    vscode.commands.registerCommand('topicForest.restartServer', async () => {
+      log.info('restart requested');
+      await server?.restart();
+    }),
+    vscode.commands.registerCommand('topicForest.showLog', () => log.show()),
+    vscode.commands.registerCommand('topicForest.openSettings', () =>
+      vscode.commands.executeCommand('workbench.action.openSettings', '@ext:topicforest.topic-forest')),
+    vscode.commands.registerCommand('topicForest.newThread', () => chat.newThread()),
+    vscode.workspace.onDidChangeConfiguration((event) => server?.configurationChanged(event)),
+    vscode.window.onDidChangeActiveTextEditor((editor) => {
+      const uri = editor?.document.uri;
+      if (!uri || uri.scheme === 'file') server?.notify('topicForest/activeFileChanged', { uri: uri?.toString() ?? null });
+    }),
+  );
+  void server.start();
+}
+
+export async function deactivate(): Promise<void> {
+  await server?.stop();
+  server = undefined;
+}

@@ -1,0 +1,24 @@
+// Small text helpers shared by the tree, the status bar and the preview.
+
+export function compactTokens(n: number): string {
+  if (n < 1000) return String(n);
+  const k = n / 1000;
+  return `${k < 10 ? k.toFixed(1).replace(/\.0$/, '') : Math.round(k)}k`;
+}
+
+/** One line, at most `max` characters, whitespace collapsed. */
+export function excerpt(text: string, max = 80): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length <= max ? line : `${line.slice(0, max - 1)}…`;
+}
+
+/** A fence longer than any backtick run inside `text`, so model text cannot close it. */
+export function fence(text: string, info = ''): string {
+  const longest = Math.max(2, ...Array.from(text.matchAll(/`+/g), (m) => m[0].length));
+  const ticks = '`'.repeat(longest + 1);
+  return `${ticks}${info}\n${text}\n${ticks}`;
+}
+
+export function formatTime(epochSeconds: number): string {
+  return new Date(epochSeconds * 1000).toISOString().replace('T', ' ').slice(0, 16);
+}

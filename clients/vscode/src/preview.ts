@@ -1,0 +1,64 @@
+// Read-only markdown documents for topic previews (a TextDocumentContentProvider's documents
+// cannot be edited or saved).
+import * as vscode from 'vscode';
+import type { Connection } from './connection';
+import { fence, formatTime } from './format';
+import type { Message, Topic } from './protocol';
+import { topicStates } from './topicTree';
+
+export const PREVIEW_SCHEME = 'topicforest-preview';
+
+export function previewUri(topic: Pick<Topic, 'id' | 'title'>): vscode.Uri {
+  const name = topic.title.replace(/[^\w .-]+/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 60);
+  return vscode.Uri.from({ scheme: PREVIEW_SCHEME, path: `/Topic ${topic.id} - ${name || 'untitled'}.md`,
+    query: `id=${topic.id}` });
+}
+
+export function topicIdFromUri(uri: vscode.Uri): number {
+  const match = /(?:^|&)id=(\d+)/.exec(uri.query);
+  if (!match) throw new Error(`not a topic preview: ${uri.toString()}`);
+  return Number(match[1]);
+}
+
+/** Model and user text goes inside fences so it cannot forge headings or structure. */
+export function previewMarkdown(topic: Topic, messages: Message[]): string {
+  const states = topicStates(topic);
+  const lines = [
+    `# ${topic.title.replace(/[\s#]+/g, ' ').trim()}`,
+    '',
+    `Topic ${topic.id} · ${topic.messageCount} messages · ${topic.sourceTokens} source tokens · ` +
+      `${topic.summaryTokens} summary tokens${states.length ? ` · ${states.join(', ')}` : ''}`,
+    '',
+    '## Summary',
+    '',
+    topic.summary ? fence(topic.summary, 'text') : '_No summary yet: it is being written in the background._',
+    '',
+  ];
+  if (topic.files.length) lines.push(`Files: ${topic.files.map((f) => `\`${f.replace(/`/g, '')}\``).join(', ')}`, '');
+  lines.push(`## Source messages (${messages.length})`, '');
+  for (const m of messages) {
+    lines.push(`### ${m.role === 'user' ? 'User' : 'Assistant'} · ${formatTime(m.timestamp)} · ` +
+      `${m.tokens} tokens${m.cancelled ? ' · cancelled' : ''}`, '', fence(m.content, 'markdown'), '');
+  }
+  return lines.join('\n');
+}
+
+export class PreviewProvider implements vscode.TextDocumentContentProvider {
+  private readonly changed = new vscode.EventEmitter<vscode.Uri>();
+  readonly onDidChange = this.changed.event;
+
+  constructor(private readonly connection: Connection) {}
+
+  async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
+    const { topic, messages } = await this.connection.request('topicForest/previewTopic',
+      { topicId: topicIdFromUri(uri) });
+    return previewMarkdown(topic, messages);
+  }
+
+  /** Re-reads open previews (after topicsChanged). */
+  refreshOpen(): void {
+    for (const doc of vscode.workspace.textDocuments) {
+      if (doc.uri.scheme === PREVIEW_SCHEME) this.changed.fire(doc.uri);
+    }
+  }
+}

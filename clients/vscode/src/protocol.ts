@@ -1,0 +1,209 @@
+// The client's one mirror of the server's method table (server/topicforest/server/protocol.py).
+// test/unit/contract.test.ts checks these names and shapes against the server's JSON export.
+
+export interface Spend {
+  calls: number;
+  inputTokens: number;
+  outputTokens: number;
+}
+
+export interface Topic {
+  id: number;
+  title: string;
+  summary: string | null;
+  pending: boolean;
+  messageCount: number;
+  sourceTokens: number;
+  summaryTokens: number;
+  pinned: boolean;
+  expanded: boolean;
+  dropped: boolean;
+  files: string[];
+  symbols: string[];
+  firstTime: number;
+  lastTime: number;
+  spend: Spend;
+}
+
+export type Role = 'user' | 'assistant';
+
+export interface Message {
+  id: number;
+  threadId: string;
+  role: Role;
+  content: string;
+  timestamp: number;
+  tokens: number;
+  cancelled: boolean;
+}
+
+export interface ContextTopic {
+  id: number;
+  mode: string;
+  tokens: number;
+}
+
+export interface ChatParams {
+  threadId: string;
+  turnId: string;
+  message: string;
+  activeFile?: string;
+}
+
+export interface ChatResult {
+  threadId: string;
+  turnId: string;
+  reply: string;
+  cancelled: boolean;
+  usage: { promptTokens: number; completionTokens: number };
+  userMessageId: number;
+  /** null when the turn was cancelled before any reply text. */
+  replyMessageId: number | null;
+  context: { tokens: number; budget: number; topics: ContextTopic[] };
+}
+
+export interface ChatDelta {
+  threadId: string;
+  turnId: string;
+  index: number;
+  delta: string;
+}
+
+export interface TopicIdParams {
+  topicId: number;
+}
+
+export interface PinParams extends TopicIdParams {
+  pinned?: boolean;
+}
+
+export interface TopicResult {
+  topic: Topic;
+}
+
+export interface TopicMessagesResult {
+  topic: Topic;
+  messages: Message[];
+}
+
+export interface ListTopicsResult {
+  topics: Topic[];
+  budget: number;
+  used: number;
+}
+
+export interface ThreadHistoryParams {
+  threadId: string;
+  limit?: number;
+}
+
+export interface ThreadHistoryResult {
+  threadId: string;
+  messages: Message[];
+}
+
+export interface ThreadInfo {
+  threadId: string;
+  messageCount: number;
+  lastTime: number;
+  title: string;
+}
+
+export interface TopicsChanged {
+  workspaceUri: string;
+  reason: string;
+  topicIds?: number[];
+}
+
+/** Every request's params may carry the workspace it is about (default: first folder). */
+export interface WorkspaceParam {
+  workspaceUri?: string;
+}
+
+/** Request name -> [params, result]. */
+export interface Requests {
+  'topicForest/chat': [ChatParams, ChatResult];
+  'topicForest/listTopics': [Record<string, never>, ListTopicsResult];
+  'topicForest/previewTopic': [TopicIdParams, TopicMessagesResult];
+  'topicForest/expandTopic': [TopicIdParams, TopicMessagesResult];
+  'topicForest/collapseTopic': [TopicIdParams, TopicResult];
+  'topicForest/dropTopic': [TopicIdParams, TopicResult];
+  'topicForest/restoreTopic': [TopicIdParams, TopicResult];
+  'topicForest/pinTopic': [PinParams, TopicResult];
+  'topicForest/searchTopics': [
+    { query: string; limit?: number },
+    { results: { topic: Topic; score: number }[] },
+  ];
+  'topicForest/listThreads': [Record<string, never>, { threads: ThreadInfo[] }];
+  'topicForest/threadHistory': [ThreadHistoryParams, ThreadHistoryResult];
+}
+
+/** Notifications the client sends. */
+export interface ClientNotifications {
+  'topicForest/activeFileChanged': { uri: string | null };
+}
+
+/** Notification name -> params, for notifications the server sends. */
+export interface Notifications {
+  'topicForest/chatDelta': ChatDelta;
+  'topicForest/topicsChanged': TopicsChanged;
+}
+
+export type RequestMethod = keyof Requests;
+export type NotificationMethod = keyof Notifications;
+export type ParamsOf<M extends RequestMethod> = Requests[M][0] & WorkspaceParam;
+export type ResultOf<M extends RequestMethod> = Requests[M][1];
+
+/** The methods this client calls, with the params/result fields it relies on (contract test). */
+export const REQUESTS = {
+  'topicForest/chat': {
+    params: ['threadId', 'turnId', 'message', 'activeFile'],
+    result: ['reply', 'cancelled', 'turnId', 'threadId'],
+  },
+  'topicForest/listTopics': { params: [], result: ['topics', 'budget', 'used'] },
+  'topicForest/previewTopic': { params: ['topicId'], result: ['topic', 'messages'] },
+  'topicForest/expandTopic': { params: ['topicId'], result: ['topic', 'messages'] },
+  'topicForest/collapseTopic': { params: ['topicId'], result: ['topic'] },
+  'topicForest/dropTopic': { params: ['topicId'], result: ['topic'] },
+  'topicForest/restoreTopic': { params: ['topicId'], result: ['topic'] },
+  'topicForest/pinTopic': { params: ['topicId', 'pinned'], result: ['topic'] },
+  'topicForest/searchTopics': { params: ['query', 'limit'], result: ['results'] },
+  'topicForest/listThreads': { params: [], result: ['threads'] },
+  'topicForest/threadHistory': { params: ['threadId', 'limit'], result: ['threadId', 'messages'] },
+} as const satisfies Record<RequestMethod, { params: readonly string[]; result: readonly string[] }>;
+
+export const NOTIFICATIONS = {
+  'topicForest/chatDelta': ['threadId', 'turnId', 'index', 'delta'],
+  'topicForest/topicsChanged': ['workspaceUri', 'reason', 'topicIds'],
+} as const satisfies Record<NotificationMethod, readonly string[]>;
+
+export const CLIENT_NOTIFICATIONS = {
+  'topicForest/activeFileChanged': ['uri'],
+} as const satisfies Record<keyof ClientNotifications, readonly string[]>;
+
+/** The JSON types of the Topic and Message fields, in the server table's notation. */
+export const TOPIC_SHAPE = {
+  id: 'integer', title: 'string', summary: 'string|null', pending: 'boolean',
+  messageCount: 'integer', sourceTokens: 'integer', summaryTokens: 'integer', pinned: 'boolean',
+  expanded: 'boolean', dropped: 'boolean', files: 'string[]', symbols: 'string[]',
+  firstTime: 'number', lastTime: 'number', spend: 'Spend',
+} as const satisfies Record<keyof Topic, string>;
+
+export const MESSAGE_SHAPE = {
+  id: 'integer', threadId: 'string', role: '"user"|"assistant"', content: 'string',
+  timestamp: 'number', tokens: 'integer', cancelled: 'boolean',
+} as const satisfies Record<keyof Message, string>;
+
+export const SPEND_SHAPE = {
+  calls: 'integer', inputTokens: 'integer', outputTokens: 'integer',
+} as const satisfies Record<keyof Spend, string>;
+
+export const ErrorCodes = {
+  InvalidParams: -32602,
+  UnknownTopic: -32001,
+  UnknownWorkspace: -32002,
+  ChatModelNotConfigured: -32003,
+  ProviderError: -32004,
+  StoreError: -32005,
+  RequestCancelled: -32800,
+} as const;

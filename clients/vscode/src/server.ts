@@ -1,0 +1,180 @@
+// Starts `<python> -m topicforest serve` over stdio with vscode-languageclient, restarts it, and
+// re-attaches notification handlers to each new client.
+import * as vscode from 'vscode';
+import {
+  LanguageClient, type LanguageClientOptions, type ServerOptions, State,
+} from 'vscode-languageclient/node';
+import type { Connection, ServerState } from './connection';
+import type {
+  ClientNotifications, NotificationMethod, Notifications, ParamsOf, RequestMethod, ResultOf,
+} from './protocol';
+import {
+  checkServerPackage, choosePython, describeStartProblem, installCommand, type PythonChoice,
+} from './python';
+import { serverSettings } from './settings';
+
+const SECTION = 'topicForest';
+
+async function pythonExtensionApi(): Promise<unknown> {
+  const ext = vscode.extensions.getExtension('ms-python.python');
+  if (!ext) return undefined;
+  return ext.isActive ? ext.exports : await ext.activate();
+}
+
+export class ServerManager implements Connection, vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private handlers: { method: string; handler: (params: unknown) => void }[] = [];
+  private readonly stateEmitter = new vscode.EventEmitter<ServerState>();
+  private current: ServerState = 'stopped';
+  private starting: Promise<void> | undefined;
+  readonly onDidChangeState = this.stateEmitter.event;
+
+  constructor(private readonly log: vscode.LogOutputChannel) {}
+
+  get state(): ServerState {
+    return this.current;
+  }
+
+  private setState(state: ServerState): void {
+    this.current = state;
+    this.stateEmitter.fire(state);
+  }
+
+  start(): Promise<void> {
+    this.starting ??= this.doStart().finally(() => (this.starting = undefined));
+    return this.starting;
+  }
+
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+
+  async stop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (client) {
+      try {
+        await client.stop(5000);
+      } catch (error) {
+        this.log.warn(`stopping the server: ${String(error)}`);
+      }
+      await client.dispose().catch(() => undefined);
+    }
+    this.setState('stopped');
+  }
+
+  private async doStart(): Promise<void> {
+    this.setState('starting');
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    const config = vscode.workspace.getConfiguration(SECTION);
+    const python = await choosePython({
+      setting: config.get<string>('python') ?? '',
+      workspaceFolder: folder,
+      pythonExtension: pythonExtensionApi as never,
+    });
+    this.log.info(`python: ${python.path} (${python.source})`);
+    const problem = describeStartProblem(python, await checkServerPackage(python.path));
+    if (problem) {
+      this.log.error(problem.message);
+      this.setState('failed');
+      void this.offerFix(python, problem.message, problem.actions);
+      return;
+    }
+    const serverOptions: ServerOptions = {
+      command: python.path,
+      args: ['-m', 'topicforest', 'serve'],
+      options: { cwd: folder, env: { ...process.env, PYTHONUNBUFFERED: '1' } },
+    };
+    const clientOptions: LanguageClientOptions = {
+      outputChannel: this.log,
+      initializationOptions: serverSettings(config),
+      // The chat memory has no documents to sync; an empty selector keeps didOpen/didChange off.
+      documentSelector: [],
+      initializationFailedHandler: (error) => {
+        this.log.error(`server failed to initialize: ${String(error)}`);
+        return false;
+      },
+    };
+    const client = new LanguageClient('topicForest', 'Topic Forest', serverOptions, clientOptions);
+    client.onDidChangeState((event) => {
+      if (this.client !== client) return;
+      if (event.newState === State.Running) this.setState('running');
+      else if (event.newState === State.Stopped) this.setState('stopped');
+    });
+    for (const { method, handler } of this.handlers) client.onNotification(method, handler);
+    this.client = client;
+    try {
+      await client.start();
+      this.setState('running');
+    } catch (error) {
+      this.log.error(`server did not start: ${String(error)}`);
+      this.setState('failed');
+      void this.offerFix(python, `Topic Forest: the server did not start (${String(error)}).`,
+        ['showLog']);
+    }
+  }
+
+  private async offerFix(python: PythonChoice, message: string,
+    actions: ('install' | 'chooseInterpreter' | 'showLog')[]): Promise<void> {
+    const labels = { install: 'Install in Terminal', chooseInterpreter: 'Set Python Path',
+      showLog: 'Show Log' } as const;
+    const picked = await vscode.window.showErrorMessage(message, ...actions.map((a) => labels[a]));
+    if (picked === labels.install) {
+      const terminal = vscode.window.createTerminal('Topic Forest: install');
+      terminal.show();
+      terminal.sendText(installCommand(python.path));
+    } else if (picked === labels.chooseInterpreter) {
+      await vscode.commands.executeCommand('workbench.action.openSettings', 'topicForest.python');
+    } else if (picked === labels.showLog) {
+      this.log.show();
+    }
+  }
+
+  /** Pushes the current settings; a changed `python` needs a restart instead. */
+  async configurationChanged(event: vscode.ConfigurationChangeEvent): Promise<void> {
+    if (!event.affectsConfiguration(SECTION)) return;
+    if (event.affectsConfiguration(`${SECTION}.python`)) {
+      await this.restart();
+      return;
+    }
+    const settings = serverSettings(vscode.workspace.getConfiguration(SECTION));
+    if (this.client?.isRunning()) {
+      await this.client.sendNotification('workspace/didChangeConfiguration',
+        { settings: { [SECTION]: settings } });
+    }
+  }
+
+  async request<M extends RequestMethod>(
+    method: M, params: ParamsOf<M>, token?: vscode.CancellationToken): Promise<ResultOf<M>> {
+    if (this.starting) await this.starting;
+    const client = this.client;
+    if (!client || !client.isRunning()) {
+      throw new Error('The Topic Forest server is not running.');
+    }
+    return token ? client.sendRequest(method, params, token) : client.sendRequest(method, params);
+  }
+
+  notify<N extends keyof ClientNotifications>(method: N, params: ClientNotifications[N]): void {
+    if (this.client?.isRunning()) {
+      this.client.sendNotification(method, params).catch((error: unknown) =>
+        this.log.warn(`${method}: ${String(error)}`));
+    }
+  }
+
+  onNotification<N extends NotificationMethod>(
+    method: N, handler: (params: Notifications[N]) => void): vscode.Disposable {
+    const entry = { method, handler: handler as (params: unknown) => void };
+    this.handlers.push(entry);
+    const live = this.client?.onNotification(method, handler);
+    return new vscode.Disposable(() => {
+      this.handlers = this.handlers.filter((h) => h !== entry);
+      live?.dispose();
+    });
+  }
+
+  dispose(): void {
+    void this.stop();
+    this.stateEmitter.dispose();
+  }
+}

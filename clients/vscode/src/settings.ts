@@ -1,0 +1,45 @@
+// Settings under `topicForest.*` -> the server's camelCase options (initializationOptions and
+// workspace/didChangeConfiguration). `python` is the client's own; secrets never live here.
+
+/** The part of vscode.WorkspaceConfiguration we read (keeps this module free of `vscode`). */
+export interface ConfigReader {
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- mirrors vscode's
+  get<T>(key: string): T | undefined;
+}
+
+export interface ServerSettings {
+  chatModel: string | null;
+  summaryModels: string[];
+  apiBase: string | null;
+  historyBudget: number | 'auto';
+  mergeThreshold: number;
+  maxTopics: number;
+  storePath: string | null;
+}
+
+export const SERVER_SETTING_KEYS = [
+  'chatModel', 'summaryModels', 'apiBase', 'historyBudget', 'mergeThreshold', 'maxTopics',
+  'storePath',
+] as const satisfies readonly (keyof ServerSettings)[];
+
+const optionalString = (value: unknown): string | null =>
+  typeof value === 'string' && value.trim() !== '' ? value.trim() : null;
+
+/** Empty strings mean "not set" (null); numbers pass through so the server validates them. */
+export function serverSettings(config: ConfigReader): ServerSettings {
+  const budget = config.get<unknown>('historyBudget');
+  const models = config.get<unknown>('summaryModels');
+  return {
+    chatModel: optionalString(config.get('chatModel')),
+    summaryModels: Array.isArray(models)
+      ? models.filter((m): m is string => typeof m === 'string' && m.trim() !== '')
+      : [],
+    apiBase: optionalString(config.get('apiBase')),
+    historyBudget:
+      typeof budget === 'number' ? budget : budget === undefined || budget === 'auto' ? 'auto'
+        : Number.isFinite(Number(budget)) ? Number(budget) : 'auto',
+    mergeThreshold: config.get<number>('mergeThreshold') ?? 0.15,
+    maxTopics: config.get<number>('maxTopics') ?? 10,
+    storePath: optionalString(config.get('storePath')),
+  };
+}

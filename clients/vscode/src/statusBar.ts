@@ -1,0 +1,50 @@
+// Status bar: history tokens the next turn will use against the budget; click focuses the tree.
+import * as vscode from 'vscode';
+import type { ServerState } from './connection';
+import { compactTokens } from './format';
+
+export function budgetText(used: number, budget: number): string {
+  return `$(layers) ${compactTokens(used)}/${compactTokens(budget)}`;
+}
+
+export function budgetTooltip(used: number, budget: number, topics: number): string {
+  const pct = budget > 0 ? Math.round((100 * used) / budget) : 0;
+  return `Topic Forest: the next request carries ${used} of ${budget} history tokens (${pct}%) ` +
+    `from ${topics} topic${topics === 1 ? '' : 's'} and the current thread. Click to show topics.`;
+}
+
+export class BudgetStatus implements vscode.Disposable {
+  readonly item: vscode.StatusBarItem;
+
+  constructor() {
+    this.item = vscode.window.createStatusBarItem('topicForest.budget',
+      vscode.StatusBarAlignment.Right, 100);
+    this.item.name = 'Topic Forest Budget';
+    this.item.command = 'topicForest.topics.focus';
+    this.item.text = '$(layers) Topic Forest';
+    this.item.show();
+  }
+
+  update(used: number, budget: number, topics: number): void {
+    this.item.text = budgetText(used, budget);
+    this.item.tooltip = budgetTooltip(used, budget, topics);
+    this.item.backgroundColor = undefined;
+  }
+
+  serverState(state: ServerState): void {
+    if (state === 'failed') {
+      this.item.text = '$(warning) Topic Forest';
+      this.item.tooltip = 'Topic Forest: the server is not running. Click to restart it.';
+      this.item.command = 'topicForest.restartServer';
+      this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
+    } else {
+      this.item.command = 'topicForest.topics.focus';
+      this.item.backgroundColor = undefined;
+      if (state === 'starting') this.item.text = '$(sync~spin) Topic Forest';
+    }
+  }
+
+  dispose(): void {
+    this.item.dispose();
+  }
+}

@@ -1,0 +1,119 @@
+import { beforeEach, describe, it } from 'node:test';
+import { expect } from 'expect';
+import { fn } from 'jest-mock';
+import * as vscode from 'vscode';
+import * as mock from '../mocks/vscode';
+import { clearAllMocks } from '../mocks/vscode';
+import type { ToWebview } from '../../src/chatMessages';
+import { ChatController } from '../../src/chatView';
+import { ErrorCodes, type ChatParams } from '../../src/protocol';
+import { FakeConnection, Memento } from './fakes';
+
+function setup(handler: ConstructorParameters<typeof FakeConnection>[0]) {
+  const conn = new FakeConnection(handler);
+  const afterTurn = fn();
+  const chat = new ChatController(conn, new Memento(), afterTurn);
+  const posted: ToWebview[] = [];
+  chat.attach({ postMessage: (m) => { posted.push(m); return Promise.resolve(true); } });
+  return { conn, chat, posted, afterTurn };
+}
+
+const reply = (p: ChatParams, text: string, cancelled = false) => ({
+  threadId: p.threadId, turnId: p.turnId, reply: text, cancelled,
+  usage: { promptTokens: 1, completionTokens: 1 }, userMessageId: 1, replyMessageId: 2,
+  context: { tokens: 1, budget: 1024, topics: [] },
+});
+
+describe('chat controller', () => {
+  beforeEach(() => {
+    clearAllMocks();
+    mock.window.activeTextEditor = undefined;
+  });
+
+  it('sends the message with thread, turn and active file, streams deltas of that turn only', async () => {
+    mock.window.activeTextEditor = { document: { uri: mock.Uri.file('/ws/src/app.py') } };
+    const { chat, conn, posted, afterTurn } = setup(async (_m, params) => {
+      const p = params as ChatParams;
+      // deltas arrive while the request is in flight; one from a stale turn is ignored
+      conn.emit('topicForest/chatDelta', { threadId: p.threadId, turnId: p.turnId, index: 0, delta: 'Hel' });
+      conn.emit('topicForest/chatDelta', { threadId: p.threadId, turnId: 'old', index: 0, delta: 'X' });
+      conn.emit('topicForest/chatDelta', { threadId: p.threadId, turnId: p.turnId, index: 1, delta: 'lo' });
+      return reply(p, 'Hello');
+    });
+    await chat.send('  hi there ');
+    const sent = conn.sent[0]!;
+    expect(sent.method).toBe('topicForest/chat');
+    const params = sent.params as ChatParams;
+    expect(params).toMatchObject({ message: 'hi there', activeFile: 'src/app.py', threadId: chat.threadId });
+    expect(params.turnId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(sent.token).toBeDefined();
+    expect(posted.map((m) => m.type)).toEqual(['turnStart', 'delta', 'delta', 'turnEnd']);
+    expect(posted.flatMap((m) => (m.type === 'delta' ? [m.delta] : []))).toEqual(['Hel', 'lo']);
+    expect(posted.at(-1)).toMatchObject({ type: 'turnEnd', reply: 'Hello', cancelled: false });
+    expect(afterTurn).toHaveBeenCalledTimes(1);
+  });
+
+  it('stop cancels the request token (-> $/cancelRequest) and ends the turn as cancelled', async () => {
+    const { chat, conn, posted } = setup((_m, _params, token) => new Promise((_resolve, reject) => {
+      token?.onCancellationRequested(() => reject(Object.assign(new Error('cancelled'),
+        { code: ErrorCodes.RequestCancelled })));
+    }));
+    const pending = chat.send('long question');
+    expect(chat.busy).toBe(true);
+    await chat.handle({ type: 'send', text: 'second' }); // ignored while busy
+    await chat.handle({ type: 'stop' });
+    await pending;
+    expect(conn.sent).toHaveLength(1);
+    expect(conn.sent[0]!.token?.isCancellationRequested).toBe(true);
+    expect(posted.at(-1)).toMatchObject({ type: 'turnEnd', cancelled: true });
+    expect(posted.some((m) => m.type === 'error')).toBe(false);
+    expect(chat.busy).toBe(false);
+  });
+
+  it('a server that answers a stop with a partial reply keeps the partial text', async () => {
+    const { chat, posted } = setup((_m, params, token) => new Promise((resolve) => {
+      token?.onCancellationRequested(() => resolve(reply(params as ChatParams, 'partial', true)));
+    }));
+    const pending = chat.send('q');
+    chat.stop();
+    await pending;
+    expect(posted.at(-1)).toMatchObject({ type: 'turnEnd', reply: 'partial', cancelled: true });
+  });
+
+  it('no chat model: the error says how to set topicForest.chatModel and offers the settings', async () => {
+    const { chat, posted } = setup(() => Promise.reject(Object.assign(
+      new Error('No chat model configured'), { code: ErrorCodes.ChatModelNotConfigured })));
+    await chat.send('hello');
+    const error = posted.at(-1);
+    expect(error?.type).toBe('error');
+    if (error?.type !== 'error') return;
+    expect(error.turnId).toBeDefined();
+    expect(error.hint).toContain('topicForest.chatModel');
+    expect(error.actions.map((a) => a.id)).toEqual(['openSettings']);
+    await chat.handle({ type: 'action', id: 'openSettings' });
+    expect(vscode.commands.executeCommand).toHaveBeenCalledWith('topicForest.openSettings');
+  });
+
+  it('loads the thread history on ready; a new thread gets a new id and an empty view', async () => {
+    const history = [{ id: 1, threadId: 'x', role: 'user', content: 'earlier', timestamp: 1, tokens: 2, cancelled: false }];
+    const { chat, conn, posted } = setup(() => ({ threadId: 'x', messages: history }));
+    const first = chat.threadId;
+    await chat.handle({ type: 'ready' });
+    expect(conn.sent[0]).toMatchObject({ method: 'topicForest/threadHistory', params: { threadId: first } });
+    expect(posted[0]).toEqual({ type: 'history', threadId: first, messages: history });
+    await chat.handle({ type: 'newThread' });
+    expect(chat.threadId).not.toBe(first);
+    expect(posted.at(-1)).toEqual({ type: 'history', threadId: chat.threadId, messages: [] });
+  });
+
+  it('copies code and opens only web links', async () => {
+    const { chat } = setup(() => ({}));
+    await chat.handle({ type: 'copy', text: 'print(1)' });
+    expect(vscode.env.clipboard.writeText).toHaveBeenCalledWith('print(1)');
+    await chat.handle({ type: 'openLink', href: 'javascript:alert(1)' });
+    await chat.handle({ type: 'openLink', href: 'command:workbench.action.terminal.new' });
+    expect(vscode.env.openExternal).not.toHaveBeenCalled();
+    await chat.handle({ type: 'openLink', href: 'https://example.org/x' });
+    expect(vscode.env.openExternal).toHaveBeenCalledTimes(1);
+  });
+});

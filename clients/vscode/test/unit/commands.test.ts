@@ -1,0 +1,94 @@
+import { beforeEach, describe, it } from 'node:test';
+import { expect } from 'expect';
+import { spyOn, mocked } from 'jest-mock';
+import * as vscode from 'vscode';
+import { clearAllMocks, registeredCommands } from '../mocks/vscode';
+import { TOPIC_ACTIONS, TopicCommands, topicIdOf } from '../../src/commands';
+import { ErrorCodes } from '../../src/protocol';
+import { TopicTreeProvider } from '../../src/topicTree';
+import { FakeConnection, makeTopic } from './fakes';
+
+function setup(handler?: ConstructorParameters<typeof FakeConnection>[0]) {
+  const conn = new FakeConnection(handler ?? (() => ({ topic: makeTopic(), messages: [] })));
+  const tree = new TopicTreeProvider(conn);
+  const refresh = spyOn(tree, 'refresh');
+  const subs = new TopicCommands(conn, tree).register();
+  return { conn, tree, refresh, subs };
+}
+
+const node = { kind: 'topic' as const, topic: makeTopic({ id: 42 }) };
+
+describe('topic commands', () => {
+  beforeEach(() => {
+    registeredCommands.clear();
+    clearAllMocks();
+  });
+
+  for (const [command, method, params] of [
+    ['topicForest.dropTopic', 'topicForest/dropTopic', { topicId: 42 }],
+    ['topicForest.restoreTopic', 'topicForest/restoreTopic', { topicId: 42 }],
+    ['topicForest.pinTopic', 'topicForest/pinTopic', { topicId: 42, pinned: true }],
+    ['topicForest.unpinTopic', 'topicForest/pinTopic', { topicId: 42, pinned: false }],
+    ['topicForest.expandTopic', 'topicForest/expandTopic', { topicId: 42 }],
+    ['topicForest.collapseTopic', 'topicForest/collapseTopic', { topicId: 42 }],
+  ] as const) {
+    it(`${command} sends ${method} ${JSON.stringify(params)} and refreshes the tree`, async () => {
+      const { conn, refresh } = setup();
+      await registeredCommands.get(command)?.(node);
+      expect(conn.sent).toEqual([{ method, params, token: undefined }]);
+      expect(refresh).toHaveBeenCalledWith(0);
+    });
+  }
+
+  it('registers every topic action plus preview, copy and refresh', () => {
+    setup();
+    expect([...registeredCommands.keys()].sort()).toEqual([...Object.keys(TOPIC_ACTIONS),
+      'topicForest.copySummary', 'topicForest.previewTopic', 'topicForest.refreshTopics'].sort());
+  });
+
+  it('accepts a message node or a bare id, ignores no argument', () => {
+    expect(topicIdOf(3)).toBe(3);
+    expect(topicIdOf({ kind: 'message', topicId: 5, message: {} as never })).toBe(5);
+    expect(topicIdOf(undefined)).toBeUndefined();
+  });
+
+  it('copy summary puts the summary on the clipboard', async () => {
+    const { conn } = setup(() => ({ topic: makeTopic({ summary: 'I asked about X' }), messages: [] }));
+    await registeredCommands.get('topicForest.copySummary')?.(node);
+    expect(conn.sent[0]).toMatchObject({ method: 'topicForest/previewTopic', params: { topicId: 42 } });
+    expect(vscode.env.clipboard.writeText).toHaveBeenCalledWith('I asked about X');
+  });
+
+  it('copy summary explains a pending summary instead of copying nothing', async () => {
+    setup(() => ({ topic: makeTopic({ summary: null }), messages: [] }));
+    await registeredCommands.get('topicForest.copySummary')?.(node);
+    expect(vscode.env.clipboard.writeText).not.toHaveBeenCalled();
+    expect(vscode.window.showInformationMessage).toHaveBeenCalledWith(expect.stringContaining('no summary yet'));
+  });
+
+  it('preview opens a read-only topicforest-preview document', async () => {
+    setup();
+    await registeredCommands.get('topicForest.previewTopic')?.(node);
+    const uri = mocked(vscode.workspace.openTextDocument).mock.calls[0]?.[0] as unknown as vscode.Uri;
+    expect(uri.scheme).toBe('topicforest-preview');
+    expect(uri.query).toBe('id=42');
+    expect(uri.path).toMatch(/^\/Topic 42 - .*\.md$/);
+    expect(vscode.window.showTextDocument).toHaveBeenCalled();
+  });
+
+  it('an unknown topic shows the error, what to do, and refreshes', async () => {
+    const { refresh } = setup(() => Promise.reject(Object.assign(new Error('unknown topic 42'),
+      { code: ErrorCodes.UnknownTopic })));
+    await registeredCommands.get('topicForest.dropTopic')?.(node);
+    expect(vscode.window.showErrorMessage).toHaveBeenCalledWith(
+      expect.stringMatching(/unknown topic 42.*refreshed/));
+    expect(refresh).toHaveBeenCalled();
+  });
+
+  it('an error action button runs its command', async () => {
+    mocked(vscode.window.showErrorMessage).mockResolvedValueOnce('Restart Server');
+    setup(() => Promise.reject(new Error('The Topic Forest server is not running.')));
+    await registeredCommands.get('topicForest.pinTopic')?.(node);
+    expect(vscode.commands.executeCommand).toHaveBeenCalledWith('topicForest.restartServer');
+  });
+});

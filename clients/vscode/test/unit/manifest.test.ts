@@ -1,0 +1,64 @@
+// The package.json contributions: menus show only what applies to each topic state.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { expect } from 'expect';
+import pkg from '../../package.json';
+
+/** Evaluates the `when` clauses used here: `a == b`, `a =~ /re/`, joined by `&&`. */
+function when(clause: string, ctx: Record<string, string>): boolean {
+  return clause.split('&&').every((part) => {
+    const m = /^\s*(\w+)\s*(==|=~)\s*(.+?)\s*$/.exec(part);
+    if (!m) throw new Error(`unsupported when clause: ${part}`);
+    const [, key, op, rhs] = m as unknown as [string, string, string, string];
+    const value = ctx[key] ?? '';
+    if (op === '==') return value === rhs;
+    const re = /^\/(.*)\/([a-z]*)$/.exec(rhs);
+    if (!re) throw new Error(`bad regex ${rhs}`);
+    return new RegExp(re[1]!, re[2]).test(value);
+  });
+}
+
+const contextMenu = (viewItem: string): string[] => pkg.contributes.menus['view/item/context']
+  .filter((e) => e.group !== 'inline' && when(e.when, { view: 'topicForest.topics', viewItem }))
+  .map((e) => e.command.replace('topicForest.', ''))
+  .sort();
+
+describe('package.json contributions', () => {
+  for (const [viewItem, expected] of [
+    ['topic', ['copySummary', 'dropTopic', 'expandTopic', 'pinTopic', 'previewTopic']],
+    ['topic.pinned', ['copySummary', 'dropTopic', 'expandTopic', 'previewTopic', 'unpinTopic']],
+    ['topic.expanded', ['collapseTopic', 'copySummary', 'dropTopic', 'pinTopic', 'previewTopic']],
+    ['topic.pinned.expanded', ['collapseTopic', 'copySummary', 'dropTopic', 'previewTopic', 'unpinTopic']],
+    ['topic.dropped', ['copySummary', 'previewTopic', 'restoreTopic']],
+    ['topicMessage', []],
+  ] as const) {
+    it(`context menu of ${viewItem} shows ${expected.join(', ') || 'nothing'}`, () => {
+      expect(contextMenu(viewItem)).toEqual(expected);
+    });
+  }
+
+  it('hides item-only commands from the command palette', () => {
+    const hidden = pkg.contributes.menus.commandPalette.filter((e) => e.when === 'false')
+      .map((e) => e.command);
+    const itemOnly = new Set(pkg.contributes.menus['view/item/context'].map((e) => e.command));
+    expect(new Set(hidden)).toEqual(itemOnly);
+    expect(hidden).not.toContain('topicForest.restartServer');
+  });
+
+  it('registers every contributed command somewhere in src/', () => {
+    const src = readdirSync('src').map((f) =>
+      readFileSync(join('src', f), 'utf8')).join('\n');
+    const missing = pkg.contributes.commands.map((c) => c.command).filter((c) => !src.includes(`'${c}'`));
+    expect(missing).toEqual([]);
+  });
+
+  it('declares the container, both views and an engine that accepts VS Code 1.100', () => {
+    expect(pkg.contributes.viewsContainers.activitybar[0]?.title).toBe('Topic Forest');
+    expect(pkg.contributes.views.topicForest.map((v) => v.id)).toEqual(['topicForest.chat', 'topicForest.topics']);
+    expect(pkg.contributes.views.topicForest[0]?.type).toBe('webview');
+    const m = /^\^1\.(\d+)\.\d+$/.exec(pkg.engines.vscode);
+    expect(Number(m?.[1])).toBeLessThanOrEqual(100);
+    expect(pkg.dependencies['vscode-languageclient']).toMatch(/^9\./);
+  });
+});

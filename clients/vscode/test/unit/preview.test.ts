@@ -1,0 +1,29 @@
+import { describe, it } from 'node:test';
+import { expect } from 'expect';
+import { previewMarkdown, previewUri, topicIdFromUri } from '../../src/preview';
+import { makeTopic } from './fakes';
+
+describe('topic preview document', () => {
+  it('round-trips the topic id through the uri', () => {
+    const uri = previewUri({ id: 12, title: 'Fix: CI/cache <x>' });
+    expect(uri.path).toBe('/Topic 12 - Fix CI cache x.md');
+    expect(topicIdFromUri(uri)).toBe(12);
+  });
+
+  it('shows summary and source messages, fenced so they cannot forge structure', () => {
+    const md = previewMarkdown(makeTopic({ title: 'T\n# fake heading', pinned: true }), [
+      { id: 1, threadId: 't', role: 'user', content: '# not a heading\n```\nx\n```', timestamp: 0,
+        tokens: 9, cancelled: false },
+      { id: 2, threadId: 't', role: 'assistant', content: 'answer', timestamp: 60, tokens: 1,
+        cancelled: true },
+    ]);
+    expect(md.split('\n')[0]).toBe('# T fake heading');
+    expect(md).toContain('## Summary\n\n```text\nI asked you about tokenize() in lexer.py.\n```');
+    expect(md).toContain('pinned');
+    expect(md).toContain('## Source messages (2)');
+    expect(md).toContain('````markdown\n# not a heading\n```\nx\n```\n````');
+    expect(md).toContain('### Assistant · 1970-01-01 00:01 · 1 tokens · cancelled');
+    // no line outside a fence starts with "# " except the title
+    expect(md.split('\n').filter((l) => l.startsWith('# '))).toEqual(['# T fake heading', '# not a heading']);
+  });
+});

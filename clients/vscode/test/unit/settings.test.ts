@@ -1,0 +1,46 @@
+import { describe, it } from 'node:test';
+import { expect } from 'expect';
+import { serverSettings, SERVER_SETTING_KEYS } from '../../src/settings';
+import pkg from '../../package.json';
+
+const reader = (values: Record<string, unknown>) => ({
+  get: <T>(key: string) => values[key] as T | undefined,
+});
+
+describe('settings mapping', () => {
+  it('defaults: no model, offline summaries, auto budget', () => {
+    expect(serverSettings(reader({}))).toEqual({
+      chatModel: null, summaryModels: [], apiBase: null, historyBudget: 'auto', mergeThreshold: 0.15,
+      maxTopics: 10, storePath: null,
+    });
+  });
+
+  it('passes set values, trims strings, drops empty models', () => {
+    expect(serverSettings(reader({
+      chatModel: ' openai/stub ', summaryModels: ['openai/stub', '', 3], apiBase: 'http://127.0.0.1:9/v1',
+      historyBudget: 1024, mergeThreshold: 0.3, maxTopics: 5, storePath: '/tmp/tf', python: '/x/python',
+    }))).toEqual({
+      chatModel: 'openai/stub', summaryModels: ['openai/stub'], apiBase: 'http://127.0.0.1:9/v1',
+      historyBudget: 1024, mergeThreshold: 0.3, maxTopics: 5, storePath: '/tmp/tf',
+    });
+  });
+
+  it('accepts a numeric string budget, falls back to auto for nonsense', () => {
+    expect(serverSettings(reader({ historyBudget: '2048' })).historyBudget).toBe(2048);
+    expect(serverSettings(reader({ historyBudget: 'lots' })).historyBudget).toBe('auto');
+  });
+
+  it('every server setting is contributed with a description and the same default', () => {
+    const props = pkg.contributes.configuration.properties as Record<string,
+      { default: unknown; markdownDescription?: string }>;
+    const defaults = serverSettings(reader({}));
+    for (const key of SERVER_SETTING_KEYS) {
+      const prop = props[`topicForest.${key}`];
+      expect({ key, described: (prop?.markdownDescription?.length ?? 0) > 20 }).toEqual({ key, described: true });
+      const mapped = serverSettings(reader({ [key]: prop?.default }))[key];
+      expect({ key, mapped }).toEqual({ key, mapped: defaults[key] });
+    }
+    expect(props['topicForest.python']).toBeDefined();
+    expect(Object.keys(props).filter((k) => /key|secret|password|token$/i.test(k))).toEqual([]);
+  });
+});

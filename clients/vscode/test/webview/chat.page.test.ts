@@ -1,0 +1,245 @@
+// The chat page (dist/webview/chat.js + the real CSP from chatHtml) in headless Chromium.
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { after as afterAll, afterEach, before as beforeAll, beforeEach, describe, it } from 'node:test';
+import { expect } from 'expect';
+import { chatHtml } from '../../src/chatHtml';
+import { eventually } from '../eventually';
+import type { FromWebview, ToWebview } from '../../src/chatMessages';
+
+const ROOT = process.cwd(); // tests run from clients/vscode
+const DIST = join(ROOT, 'dist/webview');
+const ARTIFACTS = join(ROOT, 'artifacts');
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const NONCE = 'n0nce4test0000000000000000000000';
+// Chromium flags from the shared offline recipe
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+  '--disable-dev-shm-usage'];
+
+declare global {
+  interface Window {
+    __posted: FromWebview[];
+    __pwned?: unknown;
+    __csp: string[];
+    __inline?: string;
+  }
+}
+
+let server: Server;
+let origin = '';
+let browser: Browser;
+let page: Page;
+
+function pageHtml(inject: boolean): string {
+  let html = chatHtml({ cspSource: origin, nonce: NONCE, scriptUri: `${origin}/chat.js`,
+    styleUri: `${origin}/chat.css` });
+  if (inject) {
+    // what an attacker's markup would look like if it ever reached the document unsanitized
+    html = html.replace('</body>', '<script>window.__inline = "no nonce"</script>' +
+      '<script nonce="wrong">window.__inline = "wrong nonce"</script>' +
+      `<script src="data:text/javascript,window.__inline='data url'"></script></body>`);
+  }
+  return html;
+}
+
+beforeAll(async () => {
+  if (!existsSync(join(DIST, 'chat.js'))) throw new Error('dist/webview/chat.js missing: run `node esbuild.mjs`');
+  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: run \`make test\` (installs Debian's chromium)`);
+  server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', origin);
+    if (url.pathname === '/') {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(pageHtml(url.searchParams.has('inject')));
+    } else if (url.pathname === '/chat.js' || url.pathname === '/chat.css') {
+      res.writeHead(200, { 'content-type': url.pathname.endsWith('.js') ? 'text/javascript' : 'text/css' });
+      res.end(readFileSync(join(DIST, url.pathname.slice(1))));
+    } else {
+      res.writeHead(404).end();
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
+  mkdirSync(ARTIFACTS, { recursive: true });
+});
+
+afterAll(async () => {
+  await browser.close();
+  await new Promise((resolve) => server.close(resolve));
+});
+
+async function open(inject = false): Promise<Page> {
+  page = await browser.newPage({ viewport: { width: 420, height: 700 } });
+  await page.addInitScript(() => {
+    window.__posted = [];
+    window.__csp = [];
+    document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
+    window.alert = () => { window.__pwned = 'alert'; };
+    let state: unknown;
+    (window as unknown as { acquireVsCodeApi: () => unknown }).acquireVsCodeApi = () => ({
+      postMessage: (m: FromWebview) => window.__posted.push(m),
+      getState: () => state,
+      setState: (s: unknown) => { state = s; },
+    });
+  });
+  await page.goto(`${origin}/${inject ? '?inject' : ''}`);
+  await page.waitForFunction(() => window.__posted.some((m) => m.type === 'ready'));
+  return page;
+}
+
+const send = (m: ToWebview) => page.evaluate((msg) => window.postMessage(msg, '*'), m);
+const posted = () => page.evaluate(() => window.__posted);
+const assistantText = () => page.locator('.msg.assistant .body').last().innerText();
+
+describe('chat webview page', () => {
+  beforeEach(async () => {
+    await open();
+  });
+  afterEach(async () => {
+    await page.close();
+  });
+
+  it('Enter sends, Shift+Enter makes a new line', async () => {
+    const input = page.locator('#input');
+    await input.fill('first line');
+    await input.press('Shift+Enter');
+    await input.pressSequentially('second line');
+    expect((await posted()).filter((m) => m.type === 'send')).toEqual([]);
+    await input.press('Enter');
+    expect((await posted()).filter((m) => m.type === 'send')).toEqual([{ type: 'send', text: 'first line\nsecond line' }]);
+    expect(await input.inputValue()).toBe('');
+  });
+
+  it('renders a streamed reply incrementally, in index order, then the final markdown', async () => {
+    await send({ type: 'turnStart', turnId: 't1', text: 'explain' });
+    await eventually(async () => expect(await (() => page.locator('#stop').isVisible())()).toBe(true));
+    expect(await page.locator('#send').isVisible()).toBe(false);
+    await send({ type: 'delta', turnId: 't1', index: 0, delta: 'Hello **wor' });
+    await eventually(async () => expect(await (assistantText)()).toContain('Hello'));
+    const first = await assistantText();
+    await send({ type: 'delta', turnId: 't1', index: 2, delta: ' again' }); // early: held back
+    await send({ type: 'delta', turnId: 't1', index: 1, delta: 'ld**' });
+    await send({ type: 'delta', turnId: 't1', index: 1, delta: 'DUPLICATE' }); // replay: ignored
+    await send({ type: 'delta', turnId: 'other', index: 3, delta: 'STRAY' }); // other turn: ignored
+    await eventually(async () => expect(await (() => page.locator('.msg.assistant strong').last().textContent().catch(() => null))()).toBe('world'));
+    const second = await assistantText();
+    expect(second.length).toBeGreaterThan(first.length);
+    expect(second).toContain('Hello world again');
+    expect(second).not.toMatch(/DUPLICATE|STRAY/);
+    await send({ type: 'turnEnd', turnId: 't1', reply: 'Hello **world** again\n\n- a\n- b', cancelled: false });
+    await eventually(async () => expect(await (() => page.locator('.msg.assistant li').count())()).toBe(2));
+    expect(await page.locator('#send').isVisible()).toBe(true);
+    expect(await page.locator('.msg.user .body').innerText()).toBe('explain');
+  });
+
+  it('renders markdown with code blocks that have copy buttons', async () => {
+    await send({ type: 'turnStart', turnId: 't2', text: 'code?' });
+    await send({ type: 'turnEnd', turnId: 't2', cancelled: false, reply:
+      '## Steps\n\nUse `re.finditer`:\n\n```python\nfor m in re.finditer(p, s):\n    print(m)\n```\n\n' +
+      '| a | b |\n|---|---|\n| 1 | 2 |\n\nSee [docs](https://docs.python.org/3/library/re.html).' });
+    await eventually(async () => expect(await (() => page.locator('.msg.assistant h2').textContent())()).toBe('Steps'));
+    expect(await page.locator('.msg.assistant code').first().textContent()).toBe('re.finditer');
+    expect(await page.locator('.msg.assistant td').count()).toBe(2);
+    await page.locator('.msg.assistant pre button.copy').click();
+    expect((await posted()).find((m) => m.type === 'copy')).toEqual({ type: 'copy',
+      text: 'for m in re.finditer(p, s):\n    print(m)\n' });
+    await page.locator('.msg.assistant a', { hasText: 'docs' }).click();
+    expect((await posted()).find((m) => m.type === 'openLink')).toEqual({ type: 'openLink',
+      href: 'https://docs.python.org/3/library/re.html' });
+    expect(page.url()).toBe(`${origin}/`); // the page never navigated
+    await page.screenshot({ path: join(ARTIFACTS, 'webview-chat.png') });
+  });
+
+  it('a reply with <script>, onerror= and javascript: links executes nothing', async () => {
+    const evil = [
+      '<script>window.__pwned = "script"</script>',
+      '<img src=x onerror="window.__pwned = \'onerror\'">',
+      '<svg onload="window.__pwned = \'svg\'"></svg>',
+      '<iframe srcdoc="<script>parent.__pwned=1</script>"></iframe>',
+      '[click me](javascript:window.__pwned=\'link\')',
+      '[data](data:text/html,<script>alert(1)</script>)',
+      '<a href="javascript:window.__pwned=\'raw-a\'">raw link</a>',
+      '![img](x" onerror="window.__pwned=\'img\')',
+      '[vb](vbscript:msgbox(1))',
+    ].join('\n\n');
+    await send({ type: 'turnStart', turnId: 't3', text: '<img src=x onerror="window.__pwned=\'user\'">' });
+    await send({ type: 'delta', turnId: 't3', index: 0, delta: evil });
+    await eventually(async () => expect(await (assistantText)()).toContain('click me'));
+    await send({ type: 'turnEnd', turnId: 't3', reply: evil, cancelled: false });
+    await send({ type: 'history', threadId: 'h', messages: [{ id: 1, threadId: 'h', role: 'assistant',
+      content: evil, timestamp: 0, tokens: 1, cancelled: false }] });
+    for (const link of await page.locator('.log a').all()) await link.click();
+    await page.waitForTimeout(200);
+    expect(await page.evaluate(() => window.__pwned)).toBeUndefined();
+    const dom = await page.evaluate(() => {
+      const log = document.getElementById('log')!;
+      return {
+        active: log.querySelectorAll('script, iframe, img, svg, object, embed').length,
+        onAttrs: Array.from(log.querySelectorAll('*')).flatMap((e) =>
+          Array.from(e.attributes).filter((a) => a.name.startsWith('on')).map((a) => a.name)),
+        hrefs: Array.from(log.querySelectorAll('a')).map((a) => a.getAttribute('href')),
+        text: log.innerText,
+      };
+    });
+    expect(dom.active).toBe(0);
+    expect(dom.onAttrs).toEqual([]);
+    expect(dom.hrefs.filter((h) => h !== null && !/^https?:/.test(h))).toEqual([]);
+    expect(dom.text).toContain('<script>window.__pwned = "script"</script>'); // shown as text
+    expect((await posted()).filter((m) => m.type === 'openLink')).toEqual([]);
+  });
+
+  it('Stop asks to cancel; a cancelled turn keeps its partial text marked as stopped', async () => {
+    await send({ type: 'turnStart', turnId: 't4', text: 'long' });
+    await send({ type: 'delta', turnId: 't4', index: 0, delta: 'partial answer' });
+    await page.locator('#stop').click();
+    await page.locator('#input').press('Escape');
+    expect((await posted()).filter((m) => m.type === 'stop')).toHaveLength(2);
+    await send({ type: 'turnEnd', turnId: 't4', reply: 'partial answer', cancelled: true });
+    await eventually(async () => expect(await (() => page.locator('.msg.assistant .note').textContent())()).toBe('Stopped'));
+    expect(await page.locator('#send').isVisible()).toBe(true);
+    expect(await page.locator('#stop').isVisible()).toBe(false);
+  });
+
+  it('shows an error inline with what to do and its action buttons', async () => {
+    await send({ type: 'turnStart', turnId: 't5', text: 'hi' });
+    await send({ type: 'error', turnId: 't5', message: 'No chat model configured',
+      hint: 'Set "topicForest.chatModel" ...', actions: [{ id: 'openSettings', label: 'Open Settings' }] });
+    await eventually(async () => expect(await (() => page.locator('.msg.error .error-hint').textContent())()).toContain('topicForest.chatModel'));
+    expect(await page.locator('.msg.assistant').count()).toBe(0); // the empty reply bubble is gone
+    await page.getByRole('button', { name: 'Open Settings' }).click();
+    expect((await posted()).at(-1)).toEqual({ type: 'action', id: 'openSettings' });
+    expect(await page.locator('#send').isVisible()).toBe(true);
+  });
+
+  it('shows thread history and starts a new thread on request', async () => {
+    await send({ type: 'history', threadId: 'h', messages: [
+      { id: 1, threadId: 'h', role: 'user', content: 'earlier **question**', timestamp: 0, tokens: 1, cancelled: false },
+      { id: 2, threadId: 'h', role: 'assistant', content: 'earlier *answer*', timestamp: 1, tokens: 1, cancelled: true },
+    ] });
+    await eventually(async () => expect(await (() => page.locator('.msg').count())()).toBe(2));
+    expect(await page.locator('.msg.user .body').innerText()).toBe('earlier **question**'); // user text is plain
+    expect(await page.locator('.msg.assistant em').textContent()).toBe('answer');
+    expect(await page.locator('.msg.assistant .note').textContent()).toBe('Stopped');
+    await page.getByRole('button', { name: 'New thread' }).click();
+    expect((await posted()).at(-1)).toEqual({ type: 'newThread' });
+  });
+});
+
+describe('chat webview CSP', () => {
+  it('blocks inline scripts without the nonce while the nonce\'d bundle runs', async () => {
+    await open(true);
+    expect(await page.evaluate(() => window.__inline)).toBeUndefined();
+    const violations = await page.evaluate(() => window.__csp);
+    expect(violations.filter((v) => v.startsWith('script-src')).length).toBeGreaterThanOrEqual(3);
+    expect((await posted())[0]).toEqual({ type: 'ready' }); // our script did run
+    const csp = await page.locator('meta[http-equiv="Content-Security-Policy"]').getAttribute('content');
+    expect(csp).toContain(`script-src 'nonce-${NONCE}'`);
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).not.toContain('unsafe-inline');
+    await page.close();
+  });
+});
