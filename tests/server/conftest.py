@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from collections import defaultdict
 from collections.abc import AsyncIterator, Iterator
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +40,7 @@ class Client(LanguageClient):
     async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
         return await self.protocol.send_request_async(PREFIX + method, params or {})
 
-    async def error(self, method: str, params: Any) -> JsonRpcException:
+    async def rpc_error(self, method: str, params: Any) -> JsonRpcException:
         """The JSON-RPC error a request must fail with."""
         with pytest.raises(JsonRpcException) as info:
             await self.protocol.send_request_async(PREFIX + method, params)
@@ -55,6 +57,15 @@ class Client(LanguageClient):
                 await asyncio.sleep(0.01)
 
         return await asyncio.wait_for(poll(), timeout)
+
+    async def until(self, condition: Any, timeout: float = 10.0) -> None:
+        """Wait until `condition()` holds (for state pytest-lsp records, e.g. messages)."""
+
+        async def poll() -> None:
+            while not condition():
+                await asyncio.sleep(0.01)
+
+        await asyncio.wait_for(poll(), timeout)
 
 
 def make_client() -> Client:
@@ -94,6 +105,16 @@ async def client(lsp_client: Client, tmp_path: Path) -> AsyncIterator[None]:
     await lsp_client.shutdown_session()
 
 
+@pytest_lsp.fixture(config=CONFIG, scope="module")
+async def shared_client(
+    lsp_client: Client, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[None]:
+    """One model-less server for a whole module (tests that only read or fail)."""
+    await start(lsp_client, tmp_path_factory.mktemp("shared"), {"historyBudget": 512})
+    yield
+    await lsp_client.shutdown_session()
+
+
 @pytest.fixture
 def stub() -> Iterator[ThreadedStubLLM]:
     """The stub on its own thread (pytest-lsp fixtures can only depend on sync fixtures)."""
@@ -120,6 +141,13 @@ async def chat_client(
     await lsp_client.shutdown_session()
 
 
+def sample_turns(limit: int | None = None) -> list[tuple[str, str]]:
+    """The bundled sample conversation (several interleaved topics) as (role, text) pairs."""
+    data = json.loads(files("topicforest.data").joinpath("sample_conversation.json").read_text())
+    return [(m["role"], m["content"]) for m in data["messages"][:limit]]
+
+
+SAMPLE = sample_turns()
 CONVERSATION = [
     ("user", "How do I configure pytest fixtures in conftest.py for the parser tests?"),
     (
@@ -135,3 +163,30 @@ CONVERSATION = [
     ("user", "Dockerfile question: the python:3.12-slim image build fails on gcc for psycopg."),
     ("assistant", "Install build-essential in the Dockerfile or use psycopg[binary] 3.2.1 wheels."),
 ]
+
+
+async def replay(
+    client: Client, stub: ThreadedStubLLM, turns: list[tuple[str, str]], thread: str = "t1"
+) -> list[dict[str, Any]]:
+    """Chat each user turn; the stub answers with the conversation's assistant turns."""
+    stub.script(*[text for role, text in turns if role == "assistant"])
+    results = []
+    for index, (role, text) in enumerate(turns):
+        if role == "user":
+            params = {"threadId": thread, "turnId": f"{thread}-{index}", "message": text}
+            results.append(await client.call("chat", params))
+    return results
+
+
+async def summarized(client: Client) -> list[dict[str, Any]]:
+    """listTopics once every topic has a summary (background work finished)."""
+
+    async def settled() -> list[dict[str, Any]]:
+        while True:
+            topics = (await client.call("listTopics"))["topics"]
+            live = [t for t in topics if not t["dropped"]]
+            if live and not any(t["pending"] for t in live):
+                return topics  # type: ignore[no-any-return]
+            await asyncio.sleep(0.05)
+
+    return await asyncio.wait_for(settled(), 20)
