@@ -136,7 +136,6 @@ function onDelta(turnId: string, index: number, delta: string): void {
     t.pending.delete(t.next);
     t.next += 1;
   }
-  t.element.classList.add('streaming');
   t.timer ??= window.setTimeout(() => flush(t), 30);
 }
 
@@ -186,7 +185,7 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
       break;
     case 'turnStart': {
       showMessage({ role: 'user', content: m.text, cancelled: false });
-      const { element, body } = bubble('assistant');
+      const { element, body } = bubble('assistant', 'streaming');
       turn = { id: m.turnId, element, body, parts: [], next: 0, pending: new Map(), timer: undefined };
       setBusy(true);
       scrollToEnd();

@@ -1,0 +1,291 @@
+// End to end in a real VS Code: code-server 1.100 (installed by scripts/setup-code-server.sh) with
+// the packaged .vsix, the real server from the repo's .venv, the loopback stub model, driven in
+// headless Chromium by playwright-core. Screenshots and logs go to artifacts/e2e/.
+//
+// env: E2E_HOME (/opt/topicforest-e2e)  TOPICFOREST_PYTHON (../../.venv/bin/python)
+//      PORT (0 = pick a free one)  CHROMIUM_PATH (/usr/bin/chromium)
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import readline from 'node:readline';
+import { chromium } from 'playwright-core';
+
+const CLIENT = process.cwd();
+const REPO = path.resolve(CLIENT, '../..');
+const E2E_HOME = process.env.E2E_HOME ?? '/opt/topicforest-e2e';
+const ENTRY = path.join(E2E_HOME, 'node_modules/code-server/out/node/entry.js');
+const PYTHON = process.env.TOPICFOREST_PYTHON ?? path.join(REPO, '.venv/bin/python');
+const VSIX = path.join(CLIENT, 'topic-forest.vsix');
+const ART = path.join(CLIENT, 'artifacts/e2e');
+const RUN = path.join(E2E_HOME, 'run');          // per-run state: user data, extensions, workspace
+const STUB_KEY = 'sk-stub-not-a-secret';           // the stub ignores it; litellm wants one set
+const t0 = Date.now();
+const timings = {};
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const log = (msg) => console.log(`[e2e ${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}`);
+const mark = (name, since) => { timings[name] = Date.now() - since; log(`${name}: ${timings[name]} ms`); };
+
+for (const [what, p] of [['code-server', ENTRY], ['python', PYTHON], ['vsix', VSIX]]) {
+  if (!fs.existsSync(p)) { console.error(`e2e: ${what} missing at ${p} (run make e2e)`); process.exit(1); }
+}
+fs.rmSync(ART, { recursive: true, force: true });
+fs.rmSync(RUN, { recursive: true, force: true });
+const dirs = Object.fromEntries(['ud/User', 'exts', 'work/src', 'store', 'tmp', 'xdg/config',
+  'xdg/data', 'xdg/cache'].map((d) => [d, path.join(RUN, d)]));
+for (const d of [ART, ...Object.values(dirs)]) fs.mkdirSync(d, { recursive: true });
+
+// ---------------------------------------------------------------- processes we start (by PID)
+const started = [];
+function descendants(pid) {
+  let kids = [];
+  try {
+    for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+      kids.push(...fs.readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim().split(/\s+/)
+        .filter(Boolean).map(Number));
+    }
+  } catch { /* gone */ }
+  return kids.flatMap((k) => [k, ...descendants(k)]);
+}
+const alive = (pid) => {
+  try { process.kill(pid, 0); return !fs.readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z '); } catch { return false; }
+};
+async function stopAll() {
+  const pids = started.flatMap((p) => [p.pid, ...descendants(p.pid)]).filter(Boolean);
+  for (const pid of pids) if (alive(pid)) { try { process.kill(pid, 'SIGTERM'); } catch { /* gone */ } }
+  for (let i = 0; i < 40 && pids.some(alive); i++) await sleep(100);
+  for (const pid of pids) if (alive(pid)) { log(`SIGKILL ${pid}`); try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
+}
+
+const freePort = () => new Promise((resolve) => {
+  const srv = net.createServer().listen(0, '127.0.0.1', () => {
+    const { port } = srv.address(); srv.close(() => resolve(port));
+  });
+});
+
+// ---------------------------------------------------------------- stub model
+async function startStub() {
+  const stub = spawn(PYTHON, ['-m', 'topicforest.testing.stub_llm', '--port', '0',
+    '--chunks', '8', '--chunk-latency', '0.12'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  started.push(stub);
+  stub.stderr.pipe(fs.createWriteStream(path.join(ART, 'stub.log')));
+  const first = await new Promise((resolve, reject) => {
+    readline.createInterface({ input: stub.stdout }).once('line', resolve);
+    stub.once('exit', (code) => reject(new Error(`stub exited ${code}`)));
+    setTimeout(() => reject(new Error('stub did not print its URL')), 20_000);
+  });
+  return first.trim();
+}
+
+// ---------------------------------------------------------------- code-server
+const csEnv = {
+  ...process.env, OPENAI_API_KEY: STUB_KEY, VSCODE_CLI: '1', TMPDIR: dirs.tmp,
+  XDG_CONFIG_HOME: dirs['xdg/config'], XDG_DATA_HOME: dirs['xdg/data'], XDG_CACHE_HOME: dirs['xdg/cache'],
+};
+const csConfig = path.join(RUN, 'cs-config.yaml');
+fs.writeFileSync(csConfig, '');
+const csArgs = ['--config', csConfig, '--user-data-dir', path.join(RUN, 'ud'), '--extensions-dir', dirs.exts];
+
+function installVsix() {
+  const r = spawnSync(process.execPath, [ENTRY, ...csArgs, '--install-extension', VSIX, '--force'],
+    { env: csEnv, encoding: 'utf8' });
+  fs.writeFileSync(path.join(ART, 'install.log'), `${r.stdout}\n${r.stderr}`);
+  if (r.status !== 0 || !/successfully installed/i.test(r.stdout)) throw new Error(`vsix install failed: ${r.stdout} ${r.stderr}`);
+}
+
+async function startCodeServer(port) {
+  const out = fs.openSync(path.join(ART, 'code-server.log'), 'w');
+  const cs = spawn(process.execPath, [ENTRY, ...csArgs, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`,
+    '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust',
+    '--disable-getting-started-override', dirs['work/src'].replace(/\/src$/, '')],
+  { stdio: ['ignore', out, out], env: csEnv });
+  started.push(cs);
+  const url = `http://127.0.0.1:${port}/`;
+  for (let i = 0; ; i++) {
+    try { if ((await fetch(`${url}healthz`)).ok) break; } catch { /* not yet */ }
+    if (cs.exitCode !== null || i > 600) throw new Error('code-server did not start (artifacts/e2e/code-server.log)');
+    await sleep(100);
+  }
+  return url;
+}
+
+// ---------------------------------------------------------------- the conversation
+const TURNS = [
+  'In src/lexer.py my tokenize() function uses re.match in a loop and it is slow on big inputs. ' +
+  'Should I switch to re.finditer with a compiled master pattern and named groups like NUMBER, ' +
+  'IDENT and OP? I also want Token(kind, text, line, column) dataclasses and a LexerError that ' +
+  'reports the line and column of the bad character.',
+  'Next, the CI pipeline: our GitHub Actions workflow in .github/workflows/ci.yml reinstalls all ' +
+  'pip dependencies on every run. How do I cache ~/.cache/pip keyed on requirements.txt with ' +
+  'actions/cache@v4, and run pytest with pytest-xdist -n auto on a matrix of Python 3.11 and 3.12?',
+  'Now the database: in app/models.py the Invoice model uses SQLAlchemy 2.0 with a relationship to ' +
+  'LineItem. Queries in reports.py trigger N+1 selects. How do I use selectinload and a composite ' +
+  'index on (customer_id, issued_at), and write an Alembic migration for that index?',
+  'Back to src/lexer.py: tokenize() must also handle string literals with escapes like \\" and \\n ' +
+  'and skip comments starting with #. How do I add STRING and COMMENT to the master pattern without ' +
+  'breaking the column numbers in Token?',
+  'For the Docker image: the Dockerfile uses python:3.12-slim and pip install takes minutes. How ' +
+  'do I use a multi-stage build with a wheels stage, BuildKit cache mounts for /root/.cache/pip, ' +
+  'and run as a non-root user with uvicorn app.main:app on port 8000?',
+];
+
+async function main() {
+  const tStub = Date.now();
+  const apiBase = await startStub();
+  mark('stubStarted', tStub);
+  log(`stub model at ${apiBase}`);
+  fs.writeFileSync(path.join(dirs['work/src'], 'lexer.py'), 'def tokenize(text):\n    ...\n');
+  fs.writeFileSync(path.join(dirs['ud/User'], 'settings.json'), JSON.stringify({
+    'workbench.startupEditor': 'none', 'workbench.tips.enabled': false, 'telemetry.telemetryLevel': 'off',
+    'extensions.autoCheckUpdates': false, 'extensions.autoUpdate': false,
+    'extensions.ignoreRecommendations': true, 'update.mode': 'none',
+    'security.workspace.trust.enabled': false, 'chat.commandCenter.enabled': false,
+    'topicForest.python': PYTHON, 'topicForest.chatModel': 'openai/stub',
+    'topicForest.summaryModels': ['openai/stub'], 'topicForest.apiBase': apiBase,
+    'topicForest.historyBudget': 1024, 'topicForest.storePath': dirs.store,
+  }, null, 2));
+  const tInstall = Date.now();
+  installVsix();
+  mark('vsixInstalled', tInstall);
+  const tCs = Date.now();
+  const url = await startCodeServer(process.env.PORT ? Number(process.env.PORT) : await freePort());
+  mark('codeServerListening', tCs);
+
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+      '--disable-dev-shm-usage'],
+  });
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  const shot = async (name) => page.screenshot({ path: path.join(ART, `${name}.png`) });
+  try {
+    const tW = Date.now();
+    await page.goto(`${url}?folder=${encodeURIComponent(path.join(RUN, 'work'))}`, { waitUntil: 'domcontentloaded' });
+    const activity = page.locator('.part.activitybar [aria-label="Topic Forest"]').first();
+    await activity.waitFor({ state: 'visible', timeout: 120_000 });
+    mark('workbenchReady', tW);
+
+    // ------------------------------------------------------------ open the container, chat
+    const tV = Date.now();
+    await activity.click();
+    const chat = page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
+    const input = chat.locator('#input');
+    await input.waitFor({ state: 'visible', timeout: 60_000 });
+    mark('chatViewVisible', tV);
+    const status = page.locator('.statusbar-item', { hasText: /\d(\.\d)?k?\/1k/ });
+    await status.first().waitFor({ timeout: 60_000 });   // the server answered listTopics
+    mark('serverAnswered', tV);
+
+    const inner = () => page.frames().find((f) => f.url().includes('fake.html'));
+    const tChat = Date.now();
+    for (const [i, text] of TURNS.entries()) {
+      const frame = inner();
+      if (!frame) throw new Error('chat webview frame not found');
+      // record every text length the streaming reply goes through (a real stream shows several)
+      await frame.evaluate(() => {
+        window.__lengths = [];
+        const log = document.getElementById('log');
+        new MutationObserver(() => {
+          const last = log.querySelector('.msg.assistant.streaming .body');
+          if (last) window.__lengths.push(last.textContent.length);
+        }).observe(log, { childList: true, subtree: true, characterData: true });
+      });
+      await input.fill(text);
+      await input.press('Enter');
+      const replies = chat.locator('.msg.assistant:not(.streaming)');
+      await replies.nth(i).waitFor({ timeout: 60_000 });
+      const lengths = await frame.evaluate(() => window.__lengths);
+      const partial = new Set(lengths.filter((n) => n > 0));
+      const reply = await replies.nth(i).locator('.body').innerText();
+      log(`turn ${i + 1}: reply ${reply.length} chars, ${partial.size} partial renders while streaming`);
+      if (partial.size < 2) throw new Error(`turn ${i + 1}: reply did not stream (${JSON.stringify(lengths)})`);
+      if (!reply.trim()) throw new Error(`turn ${i + 1}: empty reply`);
+      if (await chat.locator('.msg.error').count()) throw new Error(`chat error: ${await chat.locator('.msg.error').first().innerText()}`);
+      if (i === 0) await shot('01-chat-streamed');
+    }
+    mark('chatTurns', tChat);
+    await shot('02-chat-done');
+
+    // ------------------------------------------------------------ topic tree fills
+    const tT = Date.now();
+    const topicRows = page.locator('.monaco-list-row[role="treeitem"]', { hasText: /\d+ msgs? · / });
+    for (let i = 0; (await topicRows.count()) < 1; i++) {
+      if (i > 300) throw new Error('no topics appeared in the tree');
+      await sleep(100);
+    }
+    mark('topicTreeFilled', tT);
+    log(`topics: ${(await topicRows.allInnerTexts()).map((t) => t.replace(/\s+/g, ' ')).join(' | ')}`);
+    await shot('03-topics');
+
+    // ------------------------------------------------------------ drop, restore, preview
+    const row = topicRows.first();
+    const label = (await row.locator('.label-name').first().innerText()).trim();
+    const sameRow = page.locator('.monaco-list-row[role="treeitem"]', { hasText: label });
+    const statusText = async () => (await status.first().innerText()).trim();
+    const before = await statusText();
+    log(`first topic "${label}", status bar "${before}"`);
+    const menu = async (target, item) => {
+      await target.click({ button: 'right' });
+      const entry = page.getByRole('menuitem', { name: item, exact: true });
+      await entry.waitFor({ state: 'visible', timeout: 10_000 });
+      await page.waitForTimeout(300);   // menu items ignore clicks for 100 ms after rendering
+      await entry.click();
+    };
+    const waitFor = async (what, check, timeout = 20_000) => {
+      const end = Date.now() + timeout;
+      while (!(await check())) {
+        if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+        await sleep(100);
+      }
+    };
+
+    const tD = Date.now();
+    await menu(sameRow.first(), 'Drop');
+    await waitFor('the row to show "dropped"', async () => /dropped/.test(await sameRow.first().innerText()));
+    await waitFor('the status bar to change', async () => (await statusText()) !== before);
+    const dropped = await statusText();
+    mark('drop', tD);
+    log(`after drop: status bar "${dropped}"`);
+    await shot('04-dropped');
+
+    const tR = Date.now();
+    await menu(sameRow.first(), 'Restore');
+    await waitFor('the row to lose "dropped"', async () => !/dropped/.test(await sameRow.first().innerText()));
+    await waitFor('the status bar to change back', async () => (await statusText()) !== dropped);
+    mark('restore', tR);
+    log(`after restore: status bar "${await statusText()}"`);
+    await shot('05-restored');
+
+    const tP = Date.now();
+    await menu(sameRow.first(), 'Preview');
+    const tab = page.locator('.tabs-container .tab', { hasText: /^Topic \d+ - / });
+    await tab.first().waitFor({ timeout: 20_000 });
+    const editorText = page.locator('.editor-group-container .monaco-editor .view-lines').first();
+    await waitFor('the preview text', async () => /Summary/.test(await editorText.innerText()));
+    mark('preview', tP);
+    log(`preview tab: ${(await tab.first().innerText()).trim()}`);
+    await shot('06-preview');
+    timings.total = Date.now() - t0;
+    console.log(`TIMINGS_MS ${JSON.stringify(timings)}`);
+  } catch (error) {
+    await shot('failure').catch(() => undefined);
+    throw error;
+  } finally {
+    await browser.close().catch(() => undefined);
+  }
+}
+
+let ok = false;
+try {
+  await main();
+  ok = true;
+} catch (error) {
+  console.error('E2E FAILED:', error);
+} finally {
+  await stopAll();
+  const logs = path.join(RUN, 'ud/logs');
+  if (fs.existsSync(logs)) fs.cpSync(logs, path.join(ART, 'vscode-logs'), { recursive: true });
+  console.log(ok ? 'e2e: 1 passed, 0 failed' : 'e2e: 0 passed, 1 failed');
+  process.exit(ok ? 0 : 1);
+}
