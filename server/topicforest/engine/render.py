@@ -9,8 +9,8 @@ All quoted text is prefixed with "| " so it can never forge a header or a role.
 
 from __future__ import annotations
 
+import math
 import posixpath
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
@@ -26,12 +26,12 @@ if TYPE_CHECKING:
 
 MESSAGE_OVERHEAD = 4  # tokens a chat API spends per message on role and separators
 MIN_RAW_SHARE = 48
+MIN_SUMMARY_ROOM = 24  # below this a cut summary says nothing useful
 FILE_BOOST = 0.35
 RECALL_SHARE = 0.5  # of the topic space, for originals that match the query
-EXCERPT_TOKENS = 192  # a recalled message longer than this shows only its matching lines
+DIRTY_SUMMARY_SHARE = 0.6  # of a dirty topic's share for its summary; the rest for new messages
 RECENCY_WEIGHT = 0.05
-
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+")
+RELEVANCE_WEIGHT = 8.0  # how much a relevant topic's share of the render grows
 
 MEMORY_HEADER = (
     "Memory of earlier conversation, grouped by topic (Topic Forest). Lines starting with "
@@ -107,8 +107,14 @@ def render(
     omitted: list[int] = []
     ranked = rank_topics(window, qvec, active_file)
     recalled = _recall(window, qvec, int(space * RECALL_SHARE))
-    for position, root in enumerate(ranked):
-        share = max(MIN_RAW_SHARE, space // max(1, len(ranked) - position))
+    # A topic's share of what is left grows with the square root of its size (big topics hold
+    # more facts, small ones still get a line) and with its relevance to the query.
+    weights = [
+        math.sqrt(max(1, window.index[r].tokens)) * (1 + RELEVANCE_WEIGHT * relevance)
+        for r, relevance in ranked
+    ]
+    for position, (root, _) in enumerate(ranked):
+        share = max(MIN_RAW_SHARE, int(space * weights[position] / sum(weights[position:])))
         block, rendered = _topic_block(window, root, qvec, space, share, recalled.get(root, []))
         cost = count(block) + 1 if block else 0
         if block and cost <= space:
@@ -189,7 +195,10 @@ def _pack_hot(
     return kept, used
 
 
-def rank_topics(window: ContextWindow, qvec: Counter[str], active_file: str | None) -> list[int]:
+def rank_topics(
+    window: ContextWindow, qvec: Counter[str], active_file: str | None
+) -> list[tuple[int, float]]:
+    """Live topics, best first, with their relevance: pinned, then relevance, then recency."""
     live = window.forest.live_roots()
     if not live:
         return []
@@ -198,15 +207,15 @@ def rank_topics(window: ContextWindow, qvec: Counter[str], active_file: str | No
     by_recency = sorted(live, key=lambda r: window.index[r].last_time)
     recency = {r: i / max(1, len(live) - 1) for i, r in enumerate(by_recency)}
     file_key = _file_key(active_file)
-
-    def score(root: int) -> tuple[bool, float, float]:
+    scored = []
+    for root in live:
         relevance = window.index.similarity(root, qvec, qnorm) if qnorm else 0.0
         if file_key and any(_file_key(f) == file_key for f in window.index[root].files):
             relevance += FILE_BOOST
-        last = window.index[root].last_time
-        return (root in window.pinned, relevance + RECENCY_WEIGHT * recency[root], last)
-
-    return sorted(live, key=score, reverse=True)
+        key = (root in window.pinned, relevance + RECENCY_WEIGHT * recency[root])
+        scored.append((key, window.index[root].last_time, root, relevance))
+    scored.sort(reverse=True)
+    return [(root, relevance) for _, _, root, relevance in scored]
 
 
 def _file_key(path: str | None) -> str | None:
@@ -237,30 +246,32 @@ def _topic_block(
     pinned = root in window.pinned
     if root in window.expanded:
         header = f"## Topic {root}: {title}{flags} (expanded: {size} original messages)"
-        ids = _best_members(window, qvec, window.forest.members(root), space - count(header))
-        return _join(header, ids, window), ("expanded", tuple(ids))
+        originals = _best_members(window, qvec, window.forest.members(root), space - count(header))
+        return _join(header, originals, window), ("expanded", tuple(originals))
 
     header = f"## Topic {root}: {title}{flags} ({size} messages)"
     recall_cost = sum(r.tokens for r in recalled)
     recalled_ids = [r.message_id for r in recalled]
+    # Each topic keeps to its share (pinned ones may take all the space): its summary, cut to
+    # fit, then the messages no summary covers yet, most relevant first.
+    room = (space if pinned else max(share, MIN_RAW_SHARE)) - count(header) - recall_cost
     summary = window.summaries.get(root)
-    mode: Mode
-    if summary and not window.is_dirty(root):
-        room = space if pinned else max(share, MIN_RAW_SHARE) - count(header) - recall_cost
-        body, ids, mode = quote(fit_summary(window, root, summary.text, room)), [], "summary"
-    else:
+    dirty = window.is_dirty(root)
+    parts: list[str] = []
+    if summary:
+        summary_room = int(room * DIRTY_SUMMARY_SHARE) if dirty else room
+        parts.append(quote(fit_summary(window, root, summary.text, summary_room)))
+        room -= count(parts[0]) + 1
+    ids: list[int] = []
+    if dirty:
         covered = summary.covered if summary else set()
         pending = [
             m for m in window.forest.members(root) if m not in covered and m not in recalled_ids
         ]
-        base = header + ("\n" + quote(summary.text) if summary else "")
-        room = space if pinned else min(space, max(share, count(base) + MIN_RAW_SHARE))
-        ids = _best_members(window, qvec, pending, room - count(base) - recall_cost - 1)
-        body = "\n".join(
-            ([quote(summary.text)] if summary else [])
-            + [quote_message(m) for m in window.log.get_many(ids)]
-        )
-        mode = "summary+messages" if summary else "messages"
+        ids = _best_members(window, qvec, pending, room - 1)
+        parts += [quote_message(m) for m in window.log.get_many(ids)]
+    body = "\n".join(parts)
+    mode: Mode = ("summary+messages" if dirty else "summary") if summary else "messages"
     shown = sorted([*ids, *recalled_ids])
     recalled_lines = [r.line for r in sorted(recalled, key=lambda r: r.message_id)]
     block = "\n".join(line for line in [header, body, *recalled_lines] if line)
@@ -281,8 +292,10 @@ def fit_summary(window: ContextWindow, root: int, text: str, room: int) -> str:
     Cutting every summary to a fair share keeps some of each topic in the render, instead of all
     of a few topics and nothing of the rest. The digest is cached per summary; cutting is cheap.
     """
-    if window.count(text) + 2 <= room or room < MIN_RAW_SHARE:
+    if window.count(text) + 2 <= room:
         return text
+    if room < MIN_SUMMARY_ROOM:
+        return ""
     key = (root, hash(text))
     digest = window.summary_digests.get(key)
     if digest is None:
@@ -295,15 +308,14 @@ def fit_summary(window: ContextWindow, root: int, text: str, room: int) -> str:
 @dataclass(frozen=True)
 class Recalled:
     message_id: int
-    line: str  # the quoted excerpt as rendered
+    line: str  # the quoted message as rendered
     tokens: int
 
 
 def _recall(window: ContextWindow, qvec: Counter[str], room: int) -> dict[int, list[Recalled]]:
-    """Excerpts of the originals most relevant to the query, by topic, within `room` tokens."""
+    """The originals most relevant to the query, by topic, within `room` tokens."""
     if not qvec or room <= 0:
         return {}
-    terms = [t for t in qvec if len(t) > 2]
     chosen: dict[int, list[Recalled]] = {}
     used = 0
     for message_id, _ in window.recall.search(qvec, window.embedder.idf):
@@ -312,50 +324,13 @@ def _recall(window: ContextWindow, qvec: Counter[str], room: int) -> dict[int, l
         root = window.forest.find(message_id)
         if window.forest.root(root).dropped or root in window.expanded:
             continue
-        message = window.log.get(message_id)
-        text = excerpt(message.content, terms, window.count, EXCERPT_TOKENS)
-        line = quote(f"{message.role}: {text}")
+        line = quote_message(window.log.get(message_id))
         cost = window.count(line) + 1
         if used + cost > room:
             continue
         chosen.setdefault(root, []).append(Recalled(message_id, line, cost))
         used += cost
     return chosen
-
-
-def excerpt(text: str, terms: list[str], count: TokenCounter, limit: int) -> str:
-    """The lines of `text` that name the most query terms, in order, within `limit` tokens.
-
-    A recalled answer is often a long reply with a code block; the line that holds the fact is
-    what the model needs, so one message does not eat the room of five.
-    """
-    if count(text) <= limit:
-        return text
-    pieces = [p for line in text.split("\n") for p in _SENTENCE.split(line) if p.strip()]
-    lowered = [p.lower() for p in pieces]
-    hits = [sum(1 for t in terms if t in piece) for piece in lowered]
-    order = sorted(range(len(pieces)), key=lambda i: (-hits[i], i))
-    chosen: list[int] = []
-    used = 0
-    for i in order:
-        if hits[i] == 0 and chosen:
-            break
-        cost = count(pieces[i]) + 1
-        if used + cost <= limit:
-            chosen.append(i)
-            used += cost
-    if not chosen:
-        return truncate(text, limit, count)
-    parts: list[str] = []
-    previous = -1
-    for i in sorted(chosen):
-        if i != previous + 1:
-            parts.append("…")
-        parts.append(pieces[i].strip())
-        previous = i
-    if previous != len(pieces) - 1:
-        parts.append("…")
-    return " ".join(parts)
 
 
 def _best_members(
