@@ -242,3 +242,19 @@ def test_summary_capacity_clamps() -> None:
     assert summary_capacity(1000) == 200
     assert summary_capacity(10_000) == 400
     assert summary_capacity(1000, asked=120) == 120
+
+
+async def test_kind_faults_hit_only_that_kind_of_call(stub: StubLLM, litellm: ModuleType) -> None:
+    stub.fail_kind("summary", "status", status=503)
+    summarizer = LiteLLMSummarizer("openai/s", api_base=stub.base_url)
+    messages = tuple(_message(i, t) for i, t in enumerate(CONVERSATION[:6]))
+    chat = await litellm.acompletion(model="openai/x", api_base=stub.base_url, messages=USER)
+    assert chat.choices[0].message.content == echo_reply(USER)  # chat untouched
+    with pytest.raises(Exception, match=r"injected status 503"):
+        await summarizer.summarize(SummaryRequest(messages=messages))
+    assert (await summarizer.summarize(SummaryRequest(messages=messages))).text
+    assert [(r.kind, r.ok) for r in stub.requests] == [
+        ("chat", True),
+        ("summary", False),
+        ("summary", True),
+    ]

@@ -40,8 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--time-scale",
         type=float,
-        default=0.02,
-        help="real seconds per simulated second in the waiting replay (default 0.02)",
+        default=0.1,
+        help="real seconds per simulated second in the waiting replay (default 0.1)",
     )
     parser.add_argument(
         "--think", type=float, default=0.0, help="simulated seconds before each user message"

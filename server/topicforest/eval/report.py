@@ -10,6 +10,7 @@ from pathlib import Path
 
 from topicforest.eval.metrics import mcnemar_exact
 from topicforest.eval.run import LABELS, SYSTEMS, ConversationResult, Evaluation
+from topicforest.eval.systems import FactTrace
 
 POSITIONS = ("early", "middle", "late")
 COLORS = {
@@ -81,14 +82,17 @@ def targets(evaluation: Evaluation) -> list[Target]:
     waits = [c.waiting for c in evaluation.conversations if c.waiting]
     if waits:
         worst = max(max(w.forest, default=0.0) for w in waits)
-        fastest_call = min((min(w.forest_call_seconds, default=1e9) for w in waits), default=1e9)
+        calls = [d for w in waits for d in (*w.forest_call_seconds, *w.flat_call_seconds)]
+        fastest = min(calls, default=0.0)
+        measured = f"Topic Forest: longest turn {1000 * worst:.1f} ms (render work)"
+        if calls:
+            measured += f", shorter than any summarizer call (fastest {1000 * fastest:.0f} ms)"
         out.append(
             Target(
                 "Added wait on the chat critical path",
                 "zero (no turn waits for a summary)",
-                f"Topic Forest: longest turn {1000 * worst:.1f} ms of render work, below the "
-                f"fastest summarizer call ({1000 * fastest_call:.0f} ms): no turn waited",
-                worst < fastest_call,
+                measured + ": no turn waited" if calls and worst < fastest else measured,
+                bool(calls) and worst < fastest,
             )
         )
     out.append(
@@ -251,6 +255,15 @@ def _markdown(evaluation: Evaluation, command: str, figures: dict[str, Path]) ->
             f"{k.purity_with_chatter:.2f} | {k.ari_with_chatter:.2f} |"
         )
     add("")
+    add("What each Topic Forest topic holds (labels of its messages, `-` = chatter):")
+    add("")
+    for c in convs:
+        parts = []
+        for topic, counts in c.clustering.composition.items():
+            mix = " ".join(f"{'-' if k == '<chatter>' else k}×{n}" for k, n in counts.items())
+            parts.append(f"{topic}: {mix}")
+        add(f"- `{c.id}`: " + "; ".join(parts))
+    add("")
     add(_figure(figures, "topics", "Purity and ARI per conversation (chatter left out).", command))
     add("")
     add("## Cost")
@@ -316,8 +329,14 @@ def _markdown(evaluation: Evaluation, command: str, figures: dict[str, Path]) ->
             )
             add("waits for). A turn's critical path is the wall time from receiving the user's")
             add("message to starting the model call. Flat waits are summarizer waits and are")
-            add(f"shown in simulated seconds (measured × {scale:g}); Topic Forest's critical path")
-            add("holds no summarizer call, only render work, so it is shown as measured, unscaled.")
+            add(f"shown in simulated seconds (measured × {scale:g}); that multiplies the real")
+            add(
+                "per-call overhead (HTTP, litellm, the stub's own summarizing: milliseconds) by the"
+            )
+            add(f"same {scale:g}, so they are slightly pessimistic for flat. Topic Forest's")
+            add("critical path holds no summarizer call, only render work (and whatever else")
+            add("the shared event loop runs at that moment, the stubs included), so it is shown")
+            add("as measured, unscaled.")
         add("Topic Forest runs the product's `WorkspaceMemory.chat` with its background")
         add("maintenance task; flat runs aider's style: summarizing starts in the background after")
         add("a reply and the next turn waits for it to finish before rendering.")
@@ -339,19 +358,36 @@ def _markdown(evaluation: Evaluation, command: str, figures: dict[str, Path]) ->
         add("")
         add(_figure(figures, "wait", "Time added to each turn's critical path.", command))
         add("")
-    add("## Facts Topic Forest loses with the question as query")
+    add("## Facts Topic Forest loses")
     add("")
-    add("For engine work: facts that are not in the query-aware render at the end.")
+    add("For engine work: facts missing from the final render, with where the fact's message")
+    add("was (its topic, or the hot zone) and how that topic rendered (`omitted`: not at all).")
     add("")
+    add("| conversation | fact | position | needs | topic | with query | without query |")
+    add("|---|---|---|---|---|---|---|")
     for c in convs:
-        lost = [f for f in c.facts if not f.kept["forest_query"]]
-        for f in lost:
+        for f in c.facts:
+            if f.kept["forest_query"] and f.kept["forest"]:
+                continue
+            trace = f.trace
+            where = "hot zone" if trace and trace.hot else (str(trace.topic) if trace else "?")
+            with_query = "kept" if f.kept["forest_query"] else _lost(trace, query=True)
+            without = "kept" if f.kept["forest"] else _lost(trace, query=False)
+            needs = ", ".join(f"`{m}`" for m in f.must_contain)
             add(
-                f"- `{c.id}` {f.id} ({f.position}): {f.question} — needs "
-                + ", ".join(f"`{m}`" for m in f.must_contain)
+                f"| `{c.id}` | {f.id} | {f.position} | {needs} | {where} | {with_query} | "
+                f"{without} |"
             )
     add("")
     return "\n".join(lines)
+
+
+def _lost(trace: FactTrace | None, *, query: bool) -> str:
+    if trace is None:
+        return "lost"
+    mode = trace.mode_query if query else trace.mode_no_query
+    shown = " (its message shown)" if query and trace.message_shown_query else ""
+    return f"lost: topic {mode}{shown}"
 
 
 def _median(values: list[float]) -> float:

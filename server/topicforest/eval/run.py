@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import statistics
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -20,6 +21,7 @@ from topicforest.eval.metrics import (
 )
 from topicforest.eval.systems import (
     Cost,
+    FactTrace,
     TopicSpend,
     run_flat,
     run_topic_forest,
@@ -44,7 +46,7 @@ class Options:
     model: str | None = None  # a real summarizer model (opt-in); None = the loopback stub
     api_base: str | None = None
     waiting: bool = True
-    time_scale: float = 0.02  # 1 simulated second lasts this many real seconds
+    time_scale: float = 0.1  # 1 simulated second lasts this many real seconds
     summary_latency: tuple[float, float] = (1.0, 3.0)  # seconds per summarizer call (simulated)
     chat_latency: float = 2.0  # seconds per chat model call (simulated)
     think: float = 0.0  # seconds the user takes before the next message (simulated)
@@ -60,6 +62,7 @@ class FactOutcome:
     kept: dict[str, bool]  # system -> all must_contain present
     only_old: dict[str, bool]  # system -> shows a superseded value without the current one
     old_values: list[str]
+    trace: FactTrace | None = None  # Topic Forest: where the fact's message ended up
 
 
 @dataclass
@@ -71,6 +74,7 @@ class Clustering:
     ari: float
     purity_with_chatter: float  # chatter as a label of its own
     ari_with_chatter: float
+    composition: dict[int, dict[str, int]] = field(default_factory=dict)  # topic -> label counts
 
 
 @dataclass
@@ -154,7 +158,15 @@ def clustering(conv: Conversation, clusters: Sequence[int]) -> Clustering:
         ari_with_chatter=adjusted_rand_index(
             [c for c, _ in everything], [t for _, t in everything]
         ),
+        composition=_composition(everything),
     )
+
+
+def _composition(pairs: Sequence[tuple[int, str]]) -> dict[int, dict[str, int]]:
+    table: dict[int, Counter[str]] = {}
+    for cluster, label in pairs:
+        table.setdefault(cluster, Counter())[label] += 1
+    return {c: dict(counts.most_common()) for c, counts in table.items()}
 
 
 async def evaluate_conversation(
@@ -170,11 +182,14 @@ async def evaluate_conversation(
         "flat": dict.fromkeys(every, flat.context),
         "truncation": dict.fromkeys(every, truncation.context),
     }
+    facts = score(conv, contexts)
+    for outcome in facts:
+        outcome.trace = forest.traces[outcome.id]
     return ConversationResult(
         id=conv.id,
         source=conv.source,
         messages=len(conv.messages),
-        facts=score(conv, contexts),
+        facts=facts,
         clustering=clustering(conv, forest.clusters),
         cost={"forest": forest.cost, "flat": flat.cost, "truncation": truncation.cost},
         topics=forest.topics,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from topicforest.engine.config import WindowConfig
 from topicforest.engine.messages import Message
-from topicforest.engine.render import MESSAGE_OVERHEAD
+from topicforest.engine.render import MESSAGE_OVERHEAD, RenderedContext
 from topicforest.engine.resolver import resolve_round
 from topicforest.engine.summarize.base import Summarizer, SummaryRequest, SummaryResult
 from topicforest.engine.summarize.flat import summarize_flat
@@ -78,9 +78,21 @@ class TopicSpend:
 
 
 @dataclass
+class FactTrace:
+    """Where a fact's message was at the end, for diagnosing the engine."""
+
+    topic: int | None  # its topic (None: still in the hot zone)
+    hot: bool
+    mode_no_query: str  # how that topic rendered: a render mode, "omitted" or "hot"
+    mode_query: str
+    message_shown_query: bool  # the fact's own message among the originals shown (query)
+
+
+@dataclass
 class ForestRun:
     context_no_query: str
     context_by_fact: dict[str, str]
+    traces: dict[str, FactTrace]
     clusters: list[int]  # topic of each message, by conversation index (after a final flush)
     cost: Cost
     topics: list[TopicSpend]
@@ -141,10 +153,12 @@ async def run_topic_forest(
 
     final = window.render(thread_id=THREAD)
     by_fact = {}
+    traces = {}
     for fact in conv.facts:
         rendered = window.render(query=fact.question, thread_id=THREAD)
         by_fact[fact.id] = rendered.text()
         max_tokens = max(max_tokens, rendered.tokens)
+        traces[fact.id] = _trace(window, ids[fact.msg_index], final, rendered)
     topics = [
         TopicSpend(
             t.id,
@@ -163,11 +177,34 @@ async def run_topic_forest(
     return ForestRun(
         context_no_query=final.text(),
         context_by_fact=by_fact,
+        traces=traces,
         clusters=clusters,
         cost=counting.cost,
         topics=topics,
         max_render_tokens=max(max_tokens, final.tokens),
         fallback_renders=fallbacks,
+    )
+
+
+def _trace(
+    window: ContextWindow, message_id: int, plain: RenderedContext, query: RenderedContext
+) -> FactTrace:
+    hot = message_id in {m.id for m in window.hot_messages(THREAD)}
+    topic = None if hot else window.forest.find(message_id)
+
+    def mode(rendered: RenderedContext) -> str:
+        if hot:
+            return "hot" if message_id in rendered.hot_message_ids else "hot, cut"
+        shown = next((t for t in rendered.topics if t.id == topic), None)
+        return shown.mode if shown else "omitted"
+
+    shown = next((t for t in query.topics if t.id == topic), None)
+    return FactTrace(
+        topic=topic,
+        hot=hot,
+        mode_no_query=mode(plain),
+        mode_query=mode(query),
+        message_shown_query=hot or bool(shown and message_id in shown.message_ids),
     )
 
 

@@ -2,7 +2,7 @@
 
 Both systems run against two loopback stubs through real litellm: a chat model (replies are the
 conversation's own assistant messages, scripted) and a summarizer with latency. Time is scaled
-down (by default 1/50: summaries take 20–60 ms standing for 1–3 s, the chat call 40 ms for 2 s),
+down (by default 1/10: summaries take 100–300 ms standing for 1–3 s, the chat call 200 ms for 2 s),
 the user answers at once (think time 0, the worst case for waiting), and each turn's critical
 path is measured with the wall clock from receiving the message to starting the model call.
 
