@@ -66,7 +66,7 @@ const freePort = () => new Promise((resolve) => {
 // ---------------------------------------------------------------- stub model
 async function startStub() {
   const stub = spawn(PYTHON, ['-m', 'topicforest.testing.stub_llm', '--port', '0',
-    '--chunks', '8', '--chunk-latency', '0.12'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    '--chunks', '8', '--chunk-latency', '0.2'], { stdio: ['ignore', 'pipe', 'pipe'] });
   started.push(stub);
   stub.stderr.pipe(fs.createWriteStream(path.join(ART, 'stub.log')));
   const first = await new Promise((resolve, reject) => {
@@ -177,6 +177,13 @@ async function main() {
     await status.first().waitFor({ timeout: 60_000 });   // the server answered listTopics
     mark('serverAnswered', tV);
 
+    const waitFor = async (what, check, timeout = 20_000) => {
+      const end = Date.now() + timeout;
+      while (!(await check())) {
+        if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+        await sleep(100);
+      }
+    };
     const inner = () => page.frames().find((f) => f.url().includes('fake.html'));
     const tChat = Date.now();
     for (const [i, text] of TURNS.entries()) {
@@ -207,6 +214,23 @@ async function main() {
     mark('chatTurns', tChat);
     await shot('02-chat-done');
 
+    // ------------------------------------------------------------ Stop cancels a streaming reply
+    const tStop = Date.now();
+    await input.fill('One more question about tokenize() in src/lexer.py: how do I test LexerError positions?');
+    await input.press('Enter');
+    const streaming = chat.locator('.msg.assistant.streaming .body');
+    await waitFor('a partial reply', async () => (await streaming.count()) > 0 &&
+      (await streaming.first().innerText()).trim().length > 0);
+    await chat.locator('#stop').click();
+    const stopped = chat.locator('.msg.assistant.cancelled .note', { hasText: 'Stopped' });
+    await stopped.first().waitFor({ timeout: 20_000 });
+    await chat.locator('#send').waitFor({ state: 'visible', timeout: 5_000 });
+    const kept = await chat.locator('.msg.assistant.cancelled .body').last().innerText();
+    mark('stop', tStop);
+    log(`stopped reply kept ${kept.length} chars`);
+    if (!kept.trim()) throw new Error('the stopped reply lost its partial text');
+    await shot('02b-stopped');
+
     // ------------------------------------------------------------ topic tree fills
     const tT = Date.now();
     const topicRows = page.locator('.monaco-list-row[role="treeitem"]', { hasText: /\d+ msgs? · / });
@@ -231,13 +255,6 @@ async function main() {
       await entry.waitFor({ state: 'visible', timeout: 10_000 });
       await page.waitForTimeout(300);   // menu items ignore clicks for 100 ms after rendering
       await entry.click();
-    };
-    const waitFor = async (what, check, timeout = 20_000) => {
-      const end = Date.now() + timeout;
-      while (!(await check())) {
-        if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-        await sleep(100);
-      }
     };
 
     const tD = Date.now();
