@@ -29,7 +29,7 @@ MIN_RAW_SHARE = 48
 MIN_SUMMARY_ROOM = 24  # below this a cut summary says nothing useful
 FILE_BOOST = 0.35
 RECALL_SHARE = 0.5  # of the topic space, for originals that match the query
-DIRTY_SUMMARY_SHARE = 0.6  # of a dirty topic's share for its summary; the rest for new messages
+RENDER_SENTENCE_SHARE = 0.25  # of a cut summary's room for whole sentences; the rest names things
 RECENCY_WEIGHT = 0.05
 RELEVANCE_WEIGHT = 8.0  # how much a relevant topic's share of the render grows
 
@@ -258,18 +258,28 @@ def _topic_block(
     summary = window.summaries.get(root)
     dirty = window.is_dirty(root)
     parts: list[str] = []
-    if summary:
-        summary_room = int(room * DIRTY_SUMMARY_SHARE) if dirty else room
-        parts.append(quote(fit_summary(window, root, summary.text, summary_room)))
-        room -= count(parts[0]) + 1
     ids: list[int] = []
-    if dirty:
+    if not dirty and summary:
+        parts.append(quote(fit_summary(window, root, summary.text, room)))
+    elif dirty:
         covered = summary.covered if summary else set()
         pending = [
             m for m in window.forest.members(root) if m not in covered and m not in recalled_ids
         ]
-        ids = _best_members(window, qvec, pending, room - 1)
-        parts += [quote_message(m) for m in window.log.get_many(ids)]
+        messages = window.log.get_many(pending)
+        base = count(quote(summary.text)) + 1 if summary else 0
+        if base + sum(m.tokens + 4 for m in messages) <= room:
+            ids = pending  # everything fits verbatim
+            parts += [quote(summary.text)] if summary else []
+            parts += [quote_message(m) for m in messages]
+        elif room >= MIN_SUMMARY_ROOM:  # a live extractive digest of summary + new messages
+            key = (root, window.forest.version(root), hash(tuple(recalled_ids)))
+            digest = window.summary_digests.get(key)
+            if digest is None:
+                digest = window.summary_digests[key] = Digest(
+                    summary.text if summary else None, messages
+                )
+            parts.append(quote(LEAD + digest.select(room - 2 - count(LEAD), RENDER_SENTENCE_SHARE)))
     body = "\n".join(parts)
     mode: Mode = ("summary+messages" if dirty else "summary") if summary else "messages"
     shown = sorted([*ids, *recalled_ids])
@@ -302,7 +312,7 @@ def fit_summary(window: ContextWindow, root: int, text: str, room: int) -> str:
         if len(window.summary_digests) > 4 * window.config.max_topics + 64:
             window.summary_digests.clear()
         digest = window.summary_digests[key] = Digest(text, ())
-    return LEAD + digest.select(room - 2 - window.count(LEAD))
+    return LEAD + digest.select(room - 2 - window.count(LEAD), RENDER_SENTENCE_SHARE)
 
 
 @dataclass(frozen=True)

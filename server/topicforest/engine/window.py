@@ -113,7 +113,7 @@ class ContextWindow:
         self.pending_terms: dict[int, Counter[str]] = {}  # members no summary covers yet
         self.fallback_summary: str | None = None
         self._titles: dict[tuple[int, int], str] = {}
-        self.summary_digests: dict[tuple[int, int], Digest] = {}  # render cuts summaries to fit
+        self.summary_digests: dict[tuple[int, ...], Digest] = {}  # render cuts summaries to fit
         self._last_planted: dict[str, int] = {}  # per thread, the newest graduated message
         self.wants_fallback = False  # set by render when topics cannot fit; see resolver
 

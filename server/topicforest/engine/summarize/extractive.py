@@ -86,7 +86,7 @@ class Digest:
         self.entities = list(reversed(dict.fromkeys(e for ents in found for e in ents)))
         self.entity_costs = [estimate_tokens(e) + 1 for e in self.entities]
 
-    def select(self, target_tokens: int) -> str:
+    def select(self, target_tokens: int, sentence_share: float = SENTENCE_SHARE) -> str:
         """Half the room for the densest sentences, then every named thing not yet covered,
         then sentences again with what is left; sentences keep their conversation order."""
         budget = max(16, target_tokens)
@@ -100,7 +100,7 @@ class Digest:
                     chosen.add(position)
                     used += self.costs[position]
 
-        take_sentences(int(budget * SENTENCE_SHARE))
+        take_sentences(int(budget * sentence_share))
         covered = " ".join(self.units[i][1] for i in chosen).lower()
         missing: list[str] = []
         for ent, cost in zip(self.entities, self.entity_costs, strict=True):
