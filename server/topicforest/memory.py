@@ -39,6 +39,7 @@ SYSTEM_PROMPT = (
 )
 CHAT_TIMEOUT = 120.0  # seconds for the whole model call
 MAX_ROUNDS = 20  # summary rounds per wake-up; a failing provider cannot spin the loop forever
+IDLE_SECONDS = 2.0  # quiet time after which topics below the summary batch size are summarized
 ProgressStage = Literal["begin", "report", "end"]
 
 
@@ -129,6 +130,7 @@ class WorkspaceMemory:
         self.thread_messages: dict[str, list[int]] = {}
         self.active_file: str | None = None
         self.critical_path: deque[float] = deque(maxlen=1000)  # seconds, chat receive -> model
+        self.idle_seconds = IDLE_SECONDS
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closed = False
@@ -317,26 +319,32 @@ class WorkspaceMemory:
 
     async def _run(self) -> None:
         while True:
-            await self._wake.wait()
+            # While topics wait for a full summary batch, a quiet spell summarizes them anyway.
+            idle = self.idle_seconds if self.window.dirty_topic_ids() else None
+            try:
+                await asyncio.wait_for(self._wake.wait(), idle)
+                force = False
+            except TimeoutError:
+                force = True
             self._wake.clear()
             try:
-                await self.maintain()
+                await self.maintain(force=force)
             except Exception:  # keep serving; the next append retries
                 log.exception("maintenance of %s failed", self.key)
 
-    async def maintain(self) -> None:
-        """Graduate overflow into the forest, then summarize dirty topics until none is left."""
+    async def maintain(self, *, force: bool = False) -> None:
+        """Graduate overflow into the forest, then summarize topics that are due (all: `force`)."""
         moved = self.window.graduate()
         if moved:
             roots = {self.window.forest.find(m.id) for m in moved}
             self._emit("graduated", sorted(roots))
-        await self.summarize_dirty()
+        await self.summarize_dirty(force=force)
 
-    async def summarize_dirty(self) -> int:
-        dirty = self.window.dirty_topic_ids()
-        if not dirty:
+    async def summarize_dirty(self, *, force: bool = False) -> int:
+        jobs = self.window.summary_jobs(force=force)
+        if not jobs:
             return 0
-        total = len(dirty)
+        total = len(jobs)
         done: list[int] = []
         self._progress("begin", f"Summarizing {total} topic(s)", 0)
         try:
@@ -344,9 +352,11 @@ class WorkspaceMemory:
                 report = await resolve_round(
                     self.window,
                     self.summarizer,
+                    force=force,
                     on_applied=lambda job, result: self._summarized(job.topic_id, done, total),
                 )
-                if not self.window.dirty_topic_ids() or (report.applied == 0 and report.failed):
+                attempted = report.applied + report.stale + report.failed
+                if attempted == 0 or (report.applied == 0 and report.failed):
                     break
                 await asyncio.sleep(0)  # let chat turns in
         finally:

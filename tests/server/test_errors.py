@@ -1,4 +1,4 @@
-"""Every method's errors: each a JSON-RPC error with a clear message, and the server keeps serving."""
+"""Every method's errors: a JSON-RPC error with a clear message; the server keeps serving."""
 
 from __future__ import annotations
 

@@ -1,0 +1,177 @@
+"""`make demo`: the real server process driven over JSON-RPC, with a readable transcript.
+
+Offline and keyless: the chat "model" is the loopback stub replaying the bundled conversation's
+recorded assistant turns through the real litellm HTTP path, and topic summaries come from the
+offline extractive summarizer (no summary model configured).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import textwrap
+import time
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from topicforest.server.stdio_client import StdioClient
+from topicforest.testing.stub_llm import ThreadedStubLLM
+
+P = "topicForest/"
+WIDTH = 100
+
+
+def load_sample() -> dict[str, Any]:
+    text = files("topicforest.data").joinpath("sample_conversation.json").read_text("utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def say(text: str = "") -> None:
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def heading(text: str) -> None:
+    say()
+    say(f"== {text} " + "=" * max(0, WIDTH - len(text) - 4))
+
+
+def clip(text: str, width: int) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def wait_for_summaries(client: StdioClient, timeout: float = 60.0) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + timeout
+    while True:
+        topics: list[dict[str, Any]] = client.request(P + "listTopics", {})["topics"]
+        if not any(t["pending"] for t in topics) or time.monotonic() > deadline:
+            return topics
+        time.sleep(0.05)
+
+
+def topic_table(client: StdioClient) -> list[dict[str, Any]]:
+    listing = client.request(P + "listTopics", {})
+    say(f"budget {listing['budget']} tokens; the next render uses {listing['used']}")
+    say(f"{'id':>4}  {'title':<44} {'msgs':>4} {'src tok':>7} {'sum tok':>7}  {'state':<8} files")
+    for t in listing["topics"]:
+        state = (
+            "dropped"
+            if t["dropped"]
+            else "pinned"
+            if t["pinned"]
+            else "pending"
+            if t["pending"]
+            else "ok"
+        )
+        say(
+            f"{t['id']:>4}  {clip(t['title'], 44):<44} {t['messageCount']:>4} "
+            f"{t['sourceTokens']:>7} {t['summaryTokens']:>7}  {state:<8} "
+            f"{clip(', '.join(t['files'][:3]), 30)}"
+        )
+    topics: list[dict[str, Any]] = listing["topics"]
+    return topics
+
+
+def show_render(client: StdioClient, label: str) -> dict[str, Any]:
+    render: dict[str, Any] = client.request(P + "renderContext", {"threadId": "demo"})
+    modes = ", ".join(f"#{t['id']} {t['mode']} ({t['tokens']})" for t in render["topics"])
+    say(f"{label}: {render['tokens']}/{render['budget']} tokens; topics: {modes or 'none'}")
+    if render["omittedTopics"]:
+        say(f"    omitted for lack of room: {render['omittedTopics']}")
+    return render
+
+
+def main() -> int:
+    sample = load_sample()
+    turns = [(m["role"], m["content"]) for m in sample["messages"]]
+    heading("Topic Forest demo (offline: loopback stub model, extractive summaries)")
+    say(f"conversation: {sample.get('project', sample.get('id', 'sample'))}")
+    say(f"{len(turns)} messages; labelled topics: {', '.join(t['name'] for t in sample['topics'])}")
+
+    with ThreadedStubLLM(chunks=5) as stub, tempfile.TemporaryDirectory() as folder:
+        stub.script(*[text for role, text in turns if role == "assistant"])
+        client = StdioClient(env=stub.env)
+        try:
+            started = time.perf_counter()
+            client.initialize(
+                [Path(folder)], {"chatModel": "openai/demo-model", "apiBase": stub.base_url}
+            )
+            say(
+                f"server started; initialize answered in {1000 * (time.perf_counter() - started):.0f} ms"
+            )
+            run(client, turns)
+        finally:
+            client.close()
+    return 0
+
+
+def run(client: StdioClient, turns: list[tuple[str, str]]) -> None:
+    heading("Replaying the conversation through topicForest/chat")
+    deltas: list[Any] = []
+    client.on_notification = lambda method, params: (
+        deltas.append(params) if method == P + "chatDelta" else None
+    )
+    users = [(i, text) for i, (role, text) in enumerate(turns) if role == "user"]
+    for n, (index, text) in enumerate(users, 1):
+        deltas.clear()
+        result = client.request(
+            P + "chat", {"threadId": "demo", "turnId": f"turn-{index}", "message": text}
+        )
+        if n <= 3 or n == len(users):
+            say(f"[{n}/{len(users)}] you: {clip(text, 80)}")
+            say(
+                f"        model: {clip(result['reply'], 72)}  "
+                f"({len(deltas)} deltas; context {result['context']['tokens']} tokens, "
+                f"{len(result['context']['topics'])} topics)"
+            )
+        elif n == 4:
+            say("        …")
+    client.on_notification = None
+
+    heading("Topics (topicForest/listTopics, after background summaries)")
+    topics = wait_for_summaries(client)
+    topics = topic_table(client)
+    live = [t for t in topics if not t["dropped"]]
+    if not live:
+        say("no topics formed")
+        return
+    biggest = max(live, key=lambda t: t["messageCount"])
+
+    heading(f"Preview topic {biggest['id']} (topicForest/previewTopic)")
+    preview = client.request(P + "previewTopic", {"topicId": biggest["id"]})
+    say("summary:")
+    for line in textwrap.wrap(preview["topic"]["summary"] or "(pending)", WIDTH - 4)[:6]:
+        say("    " + line)
+    say(f"first of its {len(preview['messages'])} original messages:")
+    for m in preview["messages"][:3]:
+        say(f"    #{m['id']} {m['role']}: {clip(m['content'], WIDTH - 20)}")
+
+    heading(f"Drop topic {biggest['id']}, then restore it")
+    before = show_render(client, "render before drop ")
+    client.request(P + "dropTopic", {"topicId": biggest["id"]})
+    after = show_render(client, "render after drop  ")
+    say(f"    the render shrank by {before['tokens'] - after['tokens']} tokens")
+    client.request(P + "restoreTopic", {"topicId": biggest["id"]})
+    show_render(client, "render after restore")
+
+    heading(f"Expand topic {biggest['id']} (originals verbatim until collapsed)")
+    expanded = client.request(P + "expandTopic", {"topicId": biggest["id"]})
+    say(f"expandTopic returned {len(expanded['messages'])} original messages")
+    show_render(client, "render while expanded")
+    client.request(P + "collapseTopic", {"topicId": biggest["id"]})
+    show_render(client, "render after collapse")
+
+    heading("Search (topicForest/searchTopics)")
+    query = biggest["files"][0] if biggest["files"] else biggest["title"].split(",")[0]
+    found = client.request(P + "searchTopics", {"query": query, "limit": 3})
+    for r in found["results"]:
+        say(f"    {r['score']:.2f}  #{r['topic']['id']} {clip(r['topic']['title'], 60)}")
+    say(f"(query: {query!r})")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

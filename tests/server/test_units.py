@@ -1,0 +1,122 @@
+"""Fast checks without a server process: settings, the protocol table, stdout protection."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from topicforest.server import protocol
+from topicforest.server.config import DEFAULTS, Settings, parse_settings, to_wire
+
+
+def test_settings_parse_camel_case_and_keep_previous_values_on_errors() -> None:
+    previous = Settings(chat_model="gpt-4o-mini", max_topics=7)
+    update = parse_settings(
+        {
+            "topicForest": {
+                "chatModel": "openai/local",
+                "summaryModels": ["a", "b"],
+                "apiBase": "http://127.0.0.1:8000/v1",
+                "historyBudget": 4096,
+                "mergeThreshold": 0.3,
+                "maxTopics": "twelve",
+                "openaiApiKey": "sk-nope",
+                "colour": "blue",
+            }
+        },
+        previous,
+    )
+    s = update.settings
+    assert (s.chat_model, s.summary_models, s.history_budget) == ("openai/local", ("a", "b"), 4096)
+    assert s.merge_threshold == 0.3 and s.api_base == "http://127.0.0.1:8000/v1"
+    assert s.max_topics == 7  # invalid: the previous value stays
+    assert update.errors == ["topicForest.maxTopics: expected int, got str; keeping 7"]
+    assert any("openaiApiKey" in w and "environment" in w for w in update.warnings)
+    assert any("colour" in w for w in update.warnings)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("historyBudget", 10),
+        ("historyBudget", "lots"),
+        ("historyBudget", True),
+        ("mergeThreshold", 2),
+        ("maxTopics", 0),
+        ("apiBase", "localhost:8000"),
+        ("chatModel", ""),
+        ("summaryModels", "gpt-4o-mini"),
+        ("summaryModels", [1]),
+    ],
+)
+def test_each_invalid_value_is_reported_by_key(key: str, value: object) -> None:
+    update = parse_settings({key: value}, DEFAULTS)
+    assert len(update.errors) == 1 and update.errors[0].startswith(f"topicForest.{key}: ")
+    assert update.settings == DEFAULTS
+
+
+def test_null_and_absent_keys_mean_defaults() -> None:
+    previous = Settings(chat_model="x", history_budget=1024)
+    assert parse_settings({"chatModel": None}, previous).settings == DEFAULTS
+    assert parse_settings(None, previous).settings == previous  # nothing sent: nothing changes
+    assert parse_settings([], previous).errors
+    assert to_wire(DEFAULTS)["historyBudget"] == "auto"
+
+
+def test_protocol_export_is_checked_in_and_matches_the_server() -> None:
+    assert protocol.EXPORT_PATH.read_text(encoding="utf-8") == protocol.export_text(), (
+        "run `python -m topicforest.server.protocol --write`"
+    )
+    table = json.loads(protocol.export_text())
+    from topicforest.server.app import create_server
+
+    registered = {m for m in create_server().protocol.fm.features if m.startswith("topicForest/")}
+    client_to_server = {
+        n for n, m in table["methods"].items() if m["direction"] == "clientToServer"
+    }
+    assert registered == client_to_server
+    assert set(table["errors"].values()) >= {-32602, -32001, -32002, -32003, -32004, -32005}
+
+
+def test_validate_applies_defaults_and_names_fields() -> None:
+    pin = protocol.BY_NAME["topicForest/pinTopic"]
+    assert protocol.validate(pin, {"topicId": 3}) == {
+        "workspaceUri": None,
+        "topicId": 3,
+        "pinned": True,
+    }
+    with pytest.raises(protocol.ProtocolError) as info:
+        protocol.validate(pin, {"topicId": 2**60})
+    assert info.value.code == protocol.INVALID_PARAMS and info.value.data == {"field": "topicId"}
+
+
+def run_python(code: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
+
+
+def test_stray_prints_cannot_reach_the_json_rpc_channel() -> None:
+    done = run_python(
+        "import os, sys\n"
+        "from topicforest.server.logbridge import protect_stdout\n"
+        "_, rpc = protect_stdout()\n"
+        "print('stray print')\n"
+        "os.write(1, b'stray fd write\\n')\n"
+        "os.system('echo stray child')\n"
+        "rpc.write(b'FRAME'); rpc.flush()\n"
+    )
+    assert done.stdout == b"FRAME"
+    assert b"stray print" in done.stderr and b"stray fd write" in done.stderr
+    assert b"stray child" in done.stderr
+
+
+def test_building_the_server_does_not_import_litellm() -> None:
+    done = run_python(
+        "import sys\n"
+        "from topicforest.server.app import create_server\n"
+        "create_server()\n"
+        "print('litellm' in sys.modules)\n"
+    )
+    assert done.stdout.strip() == b"False", done.stderr
