@@ -100,9 +100,8 @@ def main() -> int:
             client.initialize(
                 [Path(folder)], {"chatModel": "openai/demo-model", "apiBase": stub.base_url}
             )
-            say(
-                f"server started; initialize answered in {1000 * (time.perf_counter() - started):.0f} ms"
-            )
+            elapsed = 1000 * (time.perf_counter() - started)
+            say(f"server process started and answered initialize in {elapsed:.0f} ms")
             run(client, turns)
         finally:
             client.close()
@@ -154,7 +153,15 @@ def run(client: StdioClient, turns: list[tuple[str, str]]) -> None:
     before = show_render(client, "render before drop ")
     client.request(P + "dropTopic", {"topicId": biggest["id"]})
     after = show_render(client, "render after drop  ")
-    say(f"    the render shrank by {before['tokens'] - after['tokens']} tokens")
+    own = next((t["tokens"] for t in before["topics"] if t["id"] == biggest["id"]), 0)
+    others = sum(t["tokens"] for t in after["topics"]) - sum(
+        t["tokens"] for t in before["topics"] if t["id"] != biggest["id"]
+    )
+    say(
+        f"    topic {biggest['id']} ({own} tokens) left the render; the render changed by "
+        f"{after['tokens'] - before['tokens']:+d} tokens because the other topics' summaries, "
+        f"cut to their shares, took back {others} tokens of the freed room"
+    )
     client.request(P + "restoreTopic", {"topicId": biggest["id"]})
     show_render(client, "render after restore")
 
