@@ -32,4 +32,9 @@ export default tseslint.config(
     languageOptions: { globals: { process: 'readonly', console: 'readonly', fetch: 'readonly',
       setTimeout: 'readonly', clearTimeout: 'readonly', URL: 'readonly' } },
   },
+  {
+    // functions passed to page/frame.evaluate run in the browser
+    files: ['e2e/*.mjs'],
+    languageOptions: { globals: { window: 'readonly', document: 'readonly', MutationObserver: 'readonly' } },
+  },
 );
