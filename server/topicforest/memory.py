@@ -248,9 +248,11 @@ class WorkspaceMemory:
         parts: list[str] = []
         usage: Any = None
         cancelled = False
+        to_model = 0.0
         try:
             litellm = await warm_litellm()
-            self.critical_path.append(time.perf_counter() - received)
+            to_model = time.perf_counter() - received
+            self.critical_path.append(to_model)
             stream = await litellm.acompletion(
                 model=model,
                 messages=messages,
@@ -276,6 +278,7 @@ class WorkspaceMemory:
             self._store_reply(thread_id, parts, cancelled=True)  # keep what did arrive
             raise ProviderError(f"The chat model {model} failed: {short_error(exc)}") from exc
         reply = self._store_reply(thread_id, parts, cancelled=cancelled)
+        log.debug("turn %s: %.3f ms from receipt to the model call", turn_id, 1000 * to_model)
         return ChatOutcome(
             thread_id=thread_id,
             turn_id=turn_id,

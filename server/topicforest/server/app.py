@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from topicforest.server import features
+from topicforest.server.jsonrpc import warm_up
 from topicforest.server.logbridge import protect_stdout, setup_logging
 from topicforest.server.server import TopicForestServer
 
@@ -12,6 +13,7 @@ from topicforest.server.server import TopicForestServer
 def create_server(log_level: int = logging.INFO) -> TopicForestServer:
     server = TopicForestServer()
     features.setup(server)
+    warm_up(server.protocol._converter)
     server.log_bridge = setup_logging(server, log_level)
     return server
 

@@ -40,3 +40,29 @@ def raw_converter() -> cattrs.Converter:
     converter.register_structure_hook(JsonRPCNotification, notification)
     converter.register_structure_hook(JsonRPCResponseMessage, response)
     return converter
+
+
+def warm_up(converter: cattrs.Converter) -> None:
+    """Build cattrs' (lazily generated) initialize converters now, not during the handshake."""
+    from lsprotocol import types
+
+    converter.structure(
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "processId": None,
+                "rootUri": None,
+                "capabilities": {
+                    "window": {"workDoneProgress": True},
+                    "workspace": {"workspaceFolders": True, "configuration": True},
+                    "textDocument": {"synchronization": {"dynamicRegistration": True}},
+                },
+                "workspaceFolders": [{"uri": "file:///", "name": "warm-up"}],
+            },
+        },
+        types.InitializeRequest,
+    )
+    result = types.InitializeResult(capabilities=types.ServerCapabilities())
+    converter.unstructure(types.InitializeResponse(id=0, result=result))

@@ -1,0 +1,178 @@
+"""JSON-RPC figures of the real server process (run as a script; `make bench` runs it).
+
+- initialize round trip (process already started and idle), and spawn-to-initialized;
+- listTopics / renderContext round trips, p50/p95, with 10,000 stored messages;
+- the chat critical path: from sending `chat` to the stub model receiving the HTTP request
+  (stub-side timestamp), p50/p99, with a short and with a 10,000-message history. This is an upper
+  bound on the server's receive-to-first-byte time: it also includes the pipe, JSON parsing, and
+  the stub's own HTTP parsing.
+
+Targets (issue 3): initialize <= 300 ms, listTopics <= 5 ms p95, critical path <= 10 ms p99.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from topicforest.server.stdio_client import SERVE, RpcError, StdioClient
+from topicforest.testing.stub_llm import ThreadedStubLLM
+
+P = "topicForest/"
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def ms(values: list[float], *qs: float) -> str:
+    return ", ".join(f"p{q:g} {1000 * percentile(values, q):.2f} ms" for q in qs)
+
+
+def timed(fn: Callable[[], Any], runs: int) -> list[float]:
+    out = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def sample_texts() -> list[str]:
+    text = files("topicforest.data").joinpath("sample_conversation.json").read_text("utf-8")
+    return [m["content"] for m in json.loads(text)["messages"] if len(m["content"]) > 80]
+
+
+TEXTS = sample_texts()
+TURN_LOG = re.compile(r"turn (\S+): ([0-9.]+) ms from receipt to the model call")
+SERVE_DEBUG = [*SERVE, "--log-level", "DEBUG"]
+
+
+def message(i: int) -> str:
+    return f"{TEXTS[i % len(TEXTS)]} (take {i})"
+
+
+def ready(client: StdioClient) -> None:
+    """Wait until the process answers at all (imports done), so initialize is timed alone."""
+    with contextlib.suppress(RpcError):
+        client.request(P + "notAMethod", {}, timeout=60)
+
+
+def server_side(client: StdioClient, prefix: str) -> list[float]:
+    """Receipt-to-model-call times the server logged (window/logMessage, DEBUG) for turns."""
+    out = []
+    for method, params in client.notifications:
+        if method == "window/logMessage":
+            found = TURN_LOG.search(params["message"])
+            if found and found.group(1).startswith(prefix):
+                out.append(float(found.group(2)) / 1000)
+    return out
+
+
+def fill(client: StdioClient, total: int, batch: int = 32) -> None:
+    """Chat until `total` messages are stored (two per turn), `batch` turns in flight."""
+    turns = total // 2
+    for start in range(0, turns, batch):
+        ids = [
+            client.send(
+                P + "chat",
+                {"threadId": f"t{i % 4}", "turnId": f"fill-{i}", "message": message(i)},
+            )
+            for i in range(start, min(turns, start + batch))
+        ]
+        for msg_id in ids:
+            client.wait(msg_id, timeout=120)
+
+
+def critical_path(client: StdioClient, stub: ThreadedStubLLM, runs: int) -> list[float]:
+    out = []
+    for i in range(runs):
+        before = len(stub.requests)
+        sent = time.time()
+        client.request(P + "chat", {"threadId": "crit", "turnId": f"c{i}", "message": message(i)})
+        chats = [r for r in stub.requests[before:] if r.kind == "chat"]
+        out.append(chats[0].started - sent)
+    return out
+
+
+def initialize_round_trips(runs: int) -> list[float]:
+    """initialize alone: the process has finished importing and waits on stdin."""
+    out = []
+    with tempfile.TemporaryDirectory() as folder:
+        for _ in range(runs):
+            with StdioClient() as client:
+                ready(client)
+                start = time.perf_counter()
+                client.initialize([Path(folder)], {})
+                out.append(time.perf_counter() - start)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=300)
+    args = parser.parse_args()
+
+    warm = initialize_round_trips(5)
+    spawned = []
+    with tempfile.TemporaryDirectory() as folder:
+        for _ in range(3):
+            start = time.perf_counter()
+            with StdioClient() as client:
+                client.initialize([Path(folder)], {})
+                spawned.append(time.perf_counter() - start)
+    print(f"initialize round trip (idle process): {ms(warm, 50, 100)}")
+    print(f"spawn + imports + initialize:         {ms(spawned, 50, 100)}")
+
+    with ThreadedStubLLM(chunks=2) as stub, tempfile.TemporaryDirectory() as folder:
+        client = StdioClient(SERVE_DEBUG, env=stub.env)
+        try:
+            client.initialize(
+                [Path(folder)],
+                {"chatModel": "openai/bench", "apiBase": stub.base_url, "historyBudget": 2048},
+            )
+            client.request(P + "chat", {"threadId": "w", "turnId": "w", "message": "warm up"})
+            short = critical_path(client, stub, 100)
+            print(f"chat critical path, short history:    {ms(short, 50, 99)}  (to the stub)")
+            inside = server_side(client, "c")
+            print(f"  of which in the server:             {ms(inside, 50, 99)}")
+            client.notifications.clear()
+
+            started = time.perf_counter()
+            fill(client, args.messages)
+            stored = sum(t["messageCount"] for t in client.request(P + "listThreads")["threads"])
+            print(f"stored {stored} messages in {time.perf_counter() - started:.1f} s (via chat)")
+            time.sleep(3)  # let background graduation and summaries settle
+
+            listing = timed(lambda: client.request(P + "listTopics", {}), args.runs)
+            render = timed(
+                lambda: client.request(
+                    P + "renderContext", {"query": message(7), "threadId": "t1"}
+                ),
+                args.runs,
+            )
+            topics = len(client.request(P + "listTopics", {})["topics"])
+            print(f"listTopics round trip ({topics} topics):  {ms(listing, 50, 95)}")
+            print(f"renderContext round trip:             {ms(render, 50, 95)}")
+            long = critical_path(client, stub, 100)
+            print(f"chat critical path, {stored} messages: {ms(long, 50, 99)}  (to the stub)")
+            inside = server_side(client, "c")
+            print(f"  of which in the server:             {ms(inside, 50, 99)}")
+        finally:
+            client.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
