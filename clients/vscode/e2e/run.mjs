@@ -283,6 +283,33 @@ async function main() {
     mark('preview', tP);
     log(`preview tab: ${(await tab.first().innerText()).trim()}`);
     await shot('06-preview');
+
+    // ------------------------------------------------------------ background summary arrives
+    // No user action: the server summarizes after a quiet spell and sends topicsChanged; the
+    // tree row and the open preview must both pick the summary up.
+    const tS = Date.now();
+    await waitFor('the summary (row no longer pending)',
+      async () => !/summary pending/.test(await sameRow.first().innerText()), 60_000);
+    await waitFor('the open preview to show the summary',
+      async () => !/No summary yet/.test(await editorText.innerText()), 20_000);
+    mark('summaryArrived', tS);
+    await shot('07-summarized');
+
+    // ------------------------------------------------------------ reload: history comes back
+    // A reload restarts the extension host and the server; the thread id survives in
+    // workspaceState and its messages come back from the store via threadHistory.
+    const tH = Date.now();
+    await page.reload({ waitUntil: 'domcontentloaded' });
+    await activity.waitFor({ state: 'visible', timeout: 120_000 });
+    const again = page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
+    if (!(await again.locator('#input').isVisible().catch(() => false))) await activity.click();
+    await again.locator('.msg.user', { hasText: 'my tokenize() function uses re.match' }).first()
+      .waitFor({ timeout: 60_000 });
+    const restored = await again.locator('.msg').count();
+    mark('historyAfterReload', tH);
+    log(`after reload the chat shows ${restored} messages from the thread history`);
+    if (restored < TURNS.length * 2) throw new Error(`expected the whole thread back, got ${restored} messages`);
+    await shot('08-history-after-reload');
     timings.total = Date.now() - t0;
     console.log(`TIMINGS_MS ${JSON.stringify(timings)}`);
   } catch (error) {
