@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -79,6 +80,14 @@ def test_protocol_export_is_checked_in_and_matches_the_server() -> None:
     }
     assert registered == client_to_server
     assert set(table["errors"].values()) >= {-32602, -32001, -32002, -32003, -32004, -32005}
+
+
+def test_docs_describe_every_method_and_error() -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "protocol.md").read_text("utf-8")
+    for method in protocol.METHODS:
+        assert f"### `{method.name}`" in docs, method.name
+    for name, code in protocol.ERRORS.items():
+        assert f"| {code} | {name} |" in docs, name
 
 
 def test_validate_applies_defaults_and_names_fields() -> None:

@@ -327,11 +327,11 @@ def validate(method: Method, raw: object) -> dict[str, Any]:
 
 def _check(param: Param, value: object) -> Any:
     if isinstance(value, bool) and param.kind != "boolean":
-        raise invalid_params(param.name, f"must be a {param.kind}, not a boolean")
+        raise invalid_params(param.name, f"must be {_article(param.kind)}, not a boolean")
     if isinstance(value, float) and param.kind == "integer" and value.is_integer():
         value = int(value)  # some clients send 3.0
     if not isinstance(value, PY_TYPES[param.kind]):
-        raise invalid_params(param.name, f"must be a {param.kind}, not {_json_type(value)}")
+        raise invalid_params(param.name, f"must be {_article(param.kind)}, not {_json_type(value)}")
     if isinstance(value, str) and param.max_length is not None and len(value) > param.max_length:
         raise invalid_params(
             param.name, f"is {len(value)} characters long; the limit is {param.max_length}"
@@ -346,6 +346,10 @@ def _check(param: Param, value: object) -> Any:
         if abs(value) > 2**53:
             raise invalid_params(param.name, "is out of range")
     return value
+
+
+def _article(kind: str) -> str:
+    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
 
 
 def _json_type(value: object) -> str:
