@@ -57,15 +57,13 @@ class LogBridge(logging.Handler):
             self._guard.active = False
 
     def _send(self, params: types.LogMessageParams) -> None:
-        loop = self.loop
         try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if loop is not None and running is not loop:  # from a worker thread
-            loop.call_soon_threadsafe(self.server.window_log_message, params)
-        else:
-            self.server.window_log_message(params)
+            asyncio.get_running_loop()
+        except RuntimeError:  # a worker thread: hand over to the loop, never write from here
+            if self.loop is not None:
+                self.loop.call_soon_threadsafe(self.server.window_log_message, params)
+            return  # before `initialized` the loop is unknown; stderr still has the record
+        self.server.window_log_message(params)
 
 
 def setup_logging(server: LanguageServer, level: int = logging.INFO) -> LogBridge:
