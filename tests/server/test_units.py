@@ -129,3 +129,55 @@ def test_building_the_server_does_not_import_litellm() -> None:
         "print('litellm' in sys.modules)\n"
     )
     assert done.stdout.strip() == b"False", done.stderr
+
+
+def test_serve_over_tcp_answers_initialize() -> None:
+    import json as _json
+    import socket
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "topicforest", "serve", "--tcp", f"127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                conn = socket.create_connection(("127.0.0.1", port), timeout=30)
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the TCP server never listened"
+                time.sleep(0.1)
+        with conn:
+            body = _json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {"processId": None, "rootUri": None, "capabilities": {}},
+                }
+            ).encode()
+            conn.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            stream = conn.makefile("rb")
+            length = int(stream.readline().split(b":")[1])
+            while stream.readline().strip():
+                pass  # other headers
+            reply = _json.loads(stream.read(length))
+            assert reply["id"] == 1 and reply["result"]["serverInfo"]["name"] == "topicforest"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def test_serve_rejects_a_bad_tcp_address() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "topicforest", "serve", "--tcp", "localhost"],
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and b"HOST:PORT" in done.stderr
