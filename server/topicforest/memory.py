@@ -30,6 +30,8 @@ from topicforest.engine.resolver import resolve_round
 from topicforest.engine.summarize.base import Summarizer
 from topicforest.engine.summarize.cascade import build_cascade
 from topicforest.server.config import Settings
+from topicforest.store.binding import StoreBinding
+from topicforest.store.errors import StoreError
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +121,7 @@ class WorkspaceMemory:
         listener: MemoryListener | None = None,
         window: ContextWindow | None = None,
         summarizer: Summarizer | None = None,
+        persist: bool | None = None,
     ) -> None:
         self.key = key  # workspace folder URI, or "global"
         self.settings = settings or Settings()
@@ -134,6 +137,11 @@ class WorkspaceMemory:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closed = False
+        # Persistence (store engineer): a memory built without an explicit window lives in the
+        # workspace's SQLite store, opened by start() once settings (storePath) are known.
+        self.persist = window is None if persist is None else persist
+        self.binding: StoreBinding | None = None
+        self.store_error: str | None = None
 
     # -- configuration ---------------------------------------------------------------------
     def _cascade(self) -> Summarizer:
@@ -153,6 +161,8 @@ class WorkspaceMemory:
         self, thread_id: str, role: str, content: object, *, cancelled: bool = False
     ) -> Message:
         """Store a message verbatim (raises InvalidMessage, changing nothing) and wake upkeep."""
+        if self.store_error is not None:
+            raise StoreError(self.store_error)
         message = self.window.append(thread_id, role, content, cancelled=cancelled)
         self.thread_messages.setdefault(thread_id, []).append(message.id)
         self.kick()
@@ -204,6 +214,11 @@ class WorkspaceMemory:
         )
 
     def threads(self) -> list[ThreadInfo]:
+        if self.binding is not None:
+            return [
+                ThreadInfo(t.thread_id, t.message_count, t.last_time, sanitize_line(t.title, 80))
+                for t in self.binding.threads()
+            ]
         infos = [self._thread_info(tid, ids) for tid, ids in self.thread_messages.items() if ids]
         return sorted(infos, key=lambda t: -t.last_time)
 
@@ -212,6 +227,8 @@ class WorkspaceMemory:
         return ThreadInfo(thread_id, len(ids), last.timestamp, sanitize_line(first.content, 80))
 
     def history(self, thread_id: str, limit: int | None = None) -> list[Message]:
+        if self.binding is not None:
+            return self.binding.history(thread_id, limit)
         ids = self.thread_messages.get(thread_id, [])
         return self.window.log.get_many(ids[-limit:] if limit else ids)
 
@@ -303,6 +320,8 @@ class WorkspaceMemory:
     # -- background maintenance ------------------------------------------------------------
     def start(self) -> None:
         """Start the maintenance task (needs a running loop); idempotent."""
+        if self.persist and self.binding is None and self.store_error is None:
+            self._open_store()
         if self._task is None and not self._closed:
             self._task = asyncio.get_running_loop().create_task(
                 self._run(), name=f"topicforest-maintain:{self.key}"
@@ -319,6 +338,30 @@ class WorkspaceMemory:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+        if self.binding is not None:
+            await self.binding.close(list(self.thread_messages))
+            self.binding = None
+
+    # -- persistence (store engineer) ------------------------------------------------------
+    def _open_store(self) -> None:
+        """Swap the in-memory window for the workspace's stored one; on failure keep serving
+        from memory and refuse appends with the store's error (nothing is written to a bad file)."""
+        try:
+            self.binding = StoreBinding.open(
+                self.key, self.settings.store_path, self.window.config, count=self.window.count
+            )
+        except StoreError as exc:
+            self.store_error = f"Topic Forest cannot use its memory store: {exc}"
+            log.error("%s", self.store_error)
+            return
+        self.window = self.binding.window
+        self.binding.start(on_external=self._external_change, on_lease=self.kick)
+        log.info("memory of %s stored in %s", self.key, self.binding.store.path)
+
+    def _external_change(self) -> None:
+        """Another window committed: our window has reloaded; tell the client, maintain."""
+        self._emit("external", None)
+        self.kick()
 
     async def _run(self) -> None:
         while True:
@@ -337,6 +380,8 @@ class WorkspaceMemory:
 
     async def maintain(self, *, force: bool = False) -> None:
         """Graduate overflow into the forest, then summarize topics that are due (all: `force`)."""
+        if self.binding is not None and not self.binding.maintainer:
+            return  # another window holds the maintenance lease
         moved = self.window.graduate()
         if moved:
             roots = {self.window.forest.find(m.id) for m in moved}

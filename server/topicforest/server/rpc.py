@@ -18,11 +18,13 @@ from topicforest.server.protocol import (
     BY_NAME,
     CHAT_NOT_CONFIGURED,
     PROVIDER_ERROR,
+    STORE_ERROR,
     UNKNOWN_TOPIC,
     ProtocolError,
     invalid_params,
     validate,
 )
+from topicforest.store.errors import StoreError
 
 if TYPE_CHECKING:
     from topicforest.server.server import TopicForestServer
@@ -41,6 +43,8 @@ def translate(exc: Exception, params: dict[str, Any]) -> Exception:
         return ProtocolError(CHAT_NOT_CONFIGURED, str(exc), {"setting": "topicForest.chatModel"})
     if isinstance(exc, ProviderError):
         return ProtocolError(PROVIDER_ERROR, str(exc))
+    if isinstance(exc, StoreError):
+        return ProtocolError(STORE_ERROR, str(exc))
     return exc
 
 

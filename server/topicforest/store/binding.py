@@ -1,0 +1,126 @@
+"""What a workspace memory needs from the store, in one place (used by `WorkspaceMemory`).
+
+`StoreBinding` opens the workspace's store and its window, and runs two background tasks:
+the watcher (another window committed → reload → tell our client) and the upkeep loop (poll the
+maintenance lease; when held, flush threads idle for `idle_seconds`). `close` flushes this
+process's threads into the forest so a new window sees them as topics, then lets the lease go.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from urllib.parse import unquote, urlparse
+
+from topicforest.engine.config import WindowConfig
+from topicforest.engine.messages import Message
+from topicforest.engine.tokens import TokenCounter, estimate_tokens
+from topicforest.store.errors import StoreError
+from topicforest.store.store import Store, StoredWindow, ThreadRow
+from topicforest.store.watcher import watch_store
+
+log = logging.getLogger(__name__)
+
+LEASE_POLL_SECONDS = 1.0  # how soon a waiting window notices that the maintainer died
+IDLE_FLUSH_SECONDS = 600.0  # a thread quiet this long moves its hot zone into the forest
+
+
+def workspace_folder(uri: str) -> str | None:
+    """The local folder of a `file:` workspace URI; None for the global memory."""
+    parsed = urlparse(uri)
+    return unquote(parsed.path) if parsed.scheme == "file" else None
+
+
+class StoreBinding:
+    def __init__(self, store: Store, window: StoredWindow, idle_seconds: float) -> None:
+        self.store = store
+        self.window = window
+        self.idle_seconds = idle_seconds
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stop = asyncio.Event()
+
+    @classmethod
+    def open(
+        cls,
+        workspace_uri: str,
+        store_dir: str | None,
+        config: WindowConfig,
+        *,
+        count: TokenCounter = estimate_tokens,
+        idle_seconds: float = IDLE_FLUSH_SECONDS,
+    ) -> StoreBinding:
+        """Open (or create) the workspace's store; raises StoreError with a clear message."""
+        store = Store.for_workspace(workspace_folder(workspace_uri), store_dir)
+        try:
+            window = store.open_window(config, count=count)
+        except BaseException:
+            store.close()
+            raise
+        return cls(store, window, idle_seconds)
+
+    @property
+    def maintainer(self) -> bool:
+        """Whether this process does graduation and summaries (holds the lease)."""
+        return self.store.lease.held
+
+    def start(self, on_external: Callable[[], None], on_lease: Callable[[], None]) -> None:
+        """Start watching (needs a running loop). `on_external`: others changed the memory;
+        `on_lease`: this process just became the maintainer, or has upkeep to do."""
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(watch_store(self.store, on_external, self._stop), name="store-watch"),
+            loop.create_task(self._upkeep(on_lease), name="store-upkeep"),
+        ]
+
+    async def _upkeep(self, on_lease: Callable[[], None]) -> None:
+        while not self._stop.is_set():
+            try:
+                if not self.maintainer and self.store.lease.try_acquire():
+                    log.info("this window now maintains %s", self.store.path)
+                    self.store.refresh()
+                    on_lease()  # resume whatever the previous maintainer left dirty
+                if self.maintainer and self.flush_idle():
+                    on_lease()
+            except StoreError as exc:
+                log.warning("store upkeep: %s", exc)
+            except Exception:
+                log.exception("store upkeep failed")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), LEASE_POLL_SECONDS)
+
+    def flush_idle(self) -> list[str]:
+        """Flush threads with no message for `idle_seconds`; returns their ids."""
+        now = self.window.clock()
+        idle = [
+            thread
+            for thread, zone in self.window.hot.items()
+            if zone and now - zone[-1].timestamp >= self.idle_seconds
+        ]
+        for thread in idle:
+            self.window.flush_thread(thread)
+        return idle
+
+    # -- queries served from disk ------------------------------------------------------------
+    def threads(self) -> list[ThreadRow]:
+        return self.store.threads()
+
+    def history(self, thread_id: str, limit: int | None = None) -> list[Message]:
+        return self.store.thread_history(thread_id, limit)
+
+    async def close(self, own_threads: list[str]) -> None:
+        """Flush this window's threads into the forest, stop the tasks, release the lease."""
+        self._stop.set()
+        for task in self._tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        try:
+            for thread in own_threads:
+                if thread in self.window.hot:
+                    self.window.flush_thread(thread)
+        except StoreError as exc:
+            log.warning("could not flush threads on close: %s", exc)
+        finally:
+            self.store.close()

@@ -1,0 +1,248 @@
+"""Two real server processes on one workspace, each driven by its own pytest-lsp client."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import signal
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pytest_lsp import ClientServerConfig
+
+from topicforest.store import Lease, Store, store_path
+from topicforest.testing.stub_llm import ThreadedStubLLM
+
+from ..server.conftest import SAMPLE, SERVER, SERVER_ENV, Client, make_client, replay, start
+
+TURNS = 300  # chat turns per window in the concurrency test
+
+
+@pytest.fixture
+def stub() -> Iterator[ThreadedStubLLM]:
+    with ThreadedStubLLM(chunks=2) as running:
+        yield running
+
+
+class Windows:
+    """Editor windows (server process + client) on one workspace folder and store directory."""
+
+    def __init__(self, folder: Path, stub: ThreadedStubLLM) -> None:
+        self.folder = folder
+        self.store_dir = folder.parent / "memory"
+        self.stub = stub
+        self.clients: list[Client] = []
+
+    def settings(self, summary_model: str) -> dict[str, Any]:
+        return {
+            "chatModel": "openai/stub-chat",
+            "summaryModels": [summary_model],
+            "apiBase": self.stub.base_url,
+            "historyBudget": 512,
+            "storePath": str(self.store_dir),
+        }
+
+    async def open(self, name: str) -> Client:
+        config = ClientServerConfig(
+            server_command=SERVER, client_factory=make_client, server_env=SERVER_ENV
+        )
+        client: Client = await config.start()  # type: ignore[assignment]
+        await start(client, self.folder, self.settings(f"openai/summary-{name}"))
+        self.clients.append(client)
+        return client
+
+    @property
+    def db(self) -> Path:
+        return store_path(self.folder, self.store_dir)
+
+    def maintainer_pid(self) -> int | None:
+        return Lease(self.db.with_name(self.db.name + ".lease")).holder_pid()
+
+    async def close(self) -> None:
+        clients, self.clients = self.clients, []
+        for client in clients:
+            if client._server is not None and client._server.returncode is None:
+                await client.shutdown_session()
+
+
+@pytest.fixture
+async def windows(tmp_path: Path, stub: ThreadedStubLLM) -> AsyncIterator[Windows]:
+    folder = tmp_path / "workspace"
+    folder.mkdir()
+    opened = Windows(folder, stub)
+    yield opened
+    await opened.close()
+
+
+def pid(client: Client) -> int:
+    assert client._server is not None
+    return client._server.pid
+
+
+async def until(condition: Any, timeout: float = 20.0, every: float = 0.05) -> Any:
+    """Poll `condition` (sync or async) until it returns something truthy."""
+
+    async def poll() -> Any:
+        while True:
+            value = condition()
+            if inspect.isawaitable(value):
+                value = await value
+            if value:
+                return value
+            await asyncio.sleep(every)
+
+    return await asyncio.wait_for(poll(), timeout)
+
+
+async def chat_turns(client: Client, thread: str, count: int) -> list[int]:
+    """`count` chat turns; returns the ids of every message the server acknowledged."""
+    questions = [text for role, text in SAMPLE if role == "user"]
+    acked = []
+    for i in range(count):
+        text = f"{questions[i % len(questions)]} ({thread} #{i})"
+        result = await client.call("chat", {"threadId": thread, "turnId": f"{i}", "message": text})
+        acked += [result["userMessageId"], result["replyMessageId"]]
+    return acked
+
+
+async def settled_topics(stub: ThreadedStubLLM, *clients: Client) -> list[dict[str, Any]]:
+    """The windows' common topic list once background work is quiet and they all agree."""
+    seen: list[Any] = []
+
+    async def agree() -> list[dict[str, Any]] | None:
+        lists = [(await c.call("listTopics"))["topics"] for c in clients]
+        busy = any(r.finished is None for r in stub.calls("summary"))
+        stable = bool(seen) and lists == seen[-1]
+        seen.append(lists)
+        if lists[0] and stable and not busy and all(t == lists[0] for t in lists):
+            return lists[0]  # type: ignore[no-any-return]
+        return None
+
+    try:
+        return await until(agree, timeout=30, every=0.3)  # type: ignore[no-any-return]
+    except TimeoutError:
+        raise AssertionError(f"the windows disagree: {seen[-1]}") from None
+
+
+async def test_two_windows_share_one_memory(windows: Windows) -> None:
+    a = await windows.open("a")
+    await until(lambda: windows.maintainer_pid() == pid(a))
+    b = await windows.open("b")
+    acked_a, acked_b = await asyncio.gather(
+        chat_turns(a, "window-a", TURNS), chat_turns(b, "window-b", TURNS)
+    )
+    acked = acked_a + acked_b
+    assert len(set(acked)) == 4 * TURNS  # no id collides across the processes
+
+    topics = await settled_topics(windows.stub, a, b)
+    assert topics
+    # Only the maintainer summarized: the other window never paid for a summary.
+    summary_models = {r.model for r in windows.stub.calls("summary")}
+    assert summary_models == {"summary-a"}, summary_models
+
+    threads_a = (await a.call("listThreads"))["threads"]
+    assert {t["threadId"] for t in threads_a} == {"window-a", "window-b"}
+    assert threads_a == (await b.call("listThreads"))["threads"]
+    history = await b.call("threadHistory", {"threadId": "window-a", "limit": 4})
+    assert [m["id"] for m in history["messages"]] == acked_a[-4:]
+
+    await windows.close()  # clean exits flush both windows' threads into the forest
+    store = Store(windows.db)
+    stored = [r[0] for r in store.conn.execute("SELECT id FROM messages")]
+    assert sorted(stored) == sorted(acked)  # every acknowledged message, exactly once
+    window = store.open_window()
+    assert not window.hot  # nothing left outside a topic
+    members = [m for root in window.topic_ids() for m in window.forest.members(root)]
+    assert sorted(members) == sorted(acked)  # each message in exactly one topic
+
+
+async def test_a_drop_in_one_window_shows_in_the_other(windows: Windows) -> None:
+    a = await windows.open("a")
+    b = await windows.open("b")
+    await chat_turns(a, "a", 30)
+    before = await settled_topics(windows.stub, a, b)
+    topic = before[0]["id"]
+    await b.call("dropTopic", {"topicId": topic})
+
+    async def dropped_in_a() -> bool:
+        listed = (await a.call("listTopics"))["topics"]
+        return any(t["id"] == topic and t["dropped"] for t in listed)
+
+    await until(dropped_in_a, timeout=5)
+    note = await a.wait_for(
+        "topicForest/topicsChanged", lambda p: p["reason"] == "external", timeout=5
+    )
+    assert note["workspaceUri"] == a.workspace_uri
+
+
+async def test_kill_9_of_the_maintainer_mid_summary_and_mid_chat(windows: Windows) -> None:
+    a = await windows.open("a")
+    await until(lambda: windows.maintainer_pid() == pid(a))
+    b = await windows.open("b")
+    acked = await chat_turns(b, "b", 20)
+    acked += await chat_turns(a, "a", 20)
+    windows.stub.config.kind_latency["summary"] = 30.0  # a's summaries hang...
+    windows.stub.config.chunk_latency = 0.5  # ...and so does its next chat turn
+    acked += await chat_turns(b, "b2", 10)  # makes topics dirty for a to summarize
+    await until(lambda: any(r.finished is None for r in windows.stub.calls("summary")))
+    turn = asyncio.ensure_future(
+        a.call("chat", {"threadId": "a", "turnId": "last", "message": "Is pg_isready enough?"})
+    )
+    await a.wait_for("topicForest/chatDelta", lambda p: p["turnId"] == "last", timeout=10)
+    os.kill(pid(a), signal.SIGKILL)  # mid-summary and mid-chat-turn
+    with pytest.raises(Exception):  # noqa: B017 - the connection just dies
+        await asyncio.wait_for(turn, 10)
+    windows.stub.config.kind_latency.clear()
+    windows.stub.config.chunk_latency = 0.0
+
+    await until(lambda: windows.maintainer_pid() == pid(b), timeout=10)
+
+    def resumed() -> bool:
+        return any(r.model == "summary-b" and r.ok for r in windows.stub.calls("summary"))
+
+    await until(resumed, timeout=30)  # b redoes the summaries a died making
+    store = Store(windows.db)
+    assert store.integrity_ok()
+    stored = {r[0] for r in store.conn.execute("SELECT id FROM messages")}
+    assert set(acked) <= stored
+    # The killed turn's user message was stored before the model was called.
+    contents = [r[0] for r in store.conn.execute("SELECT content FROM messages")]
+    assert "Is pg_isready enough?" in contents
+
+
+async def test_restart_restores_the_same_topics(windows: Windows) -> None:
+    a = await windows.open("a")
+    await replay(a, windows.stub, SAMPLE)
+    ids = [t["id"] for t in await settled_topics(windows.stub, a)]
+    assert len(ids) > 2
+    await a.call("dropTopic", {"topicId": ids[0]})
+    await a.call("pinTopic", {"topicId": ids[1]})
+    await windows.close()  # a clean exit also flushes a's thread into the forest
+
+    async def snapshot(client: Client) -> tuple[Any, ...]:
+        topics = await settled_topics(windows.stub, client)
+        previews = [await client.call("previewTopic", {"topicId": t["id"]}) for t in topics]
+        threads = await client.call("listThreads")
+        return topics, previews, threads, len(windows.stub.calls("summary"))
+
+    b = await windows.open("b")
+    before = await snapshot(b)
+    assert before[0][0]["dropped"] and before[0][1]["pinned"]
+    await windows.close()
+    c = await windows.open("c")
+    assert await snapshot(c) == before  # same ids, members, summaries, pins, drops; no new calls
+
+
+async def test_a_corrupt_store_is_a_clear_error_not_a_crash(windows: Windows) -> None:
+    windows.db.parent.mkdir(parents=True)
+    windows.db.write_bytes(b"garbage, not SQLite\n" * 100)
+    a = await windows.open("a")
+    error = await a.rpc_error(
+        "chat", {"threadId": "t", "turnId": "1", "message": "hello", "workspaceUri": None}
+    )
+    assert error.code == -32005 and "not a Topic Forest memory database" in str(error)
+    assert (await a.call("listTopics"))["topics"] == []  # still serving
+    assert windows.db.read_bytes() == b"garbage, not SQLite\n" * 100
