@@ -98,7 +98,12 @@ def main() -> int:
         try:
             started = time.perf_counter()
             client.initialize(
-                [Path(folder)], {"chatModel": "openai/demo-model", "apiBase": stub.base_url}
+                [Path(folder)],
+                {
+                    "chatModel": "openai/demo-model",
+                    "apiBase": stub.base_url,
+                    "storePath": str(Path(folder) / ".store"),  # leave no trace after the demo
+                },
             )
             elapsed = 1000 * (time.perf_counter() - started)
             say(f"server process started and answered initialize in {elapsed:.0f} ms")

@@ -92,6 +92,8 @@ def fill(client: StdioClient, total: int, batch: int = 32) -> None:
         ]
         for msg_id in ids:
             client.wait(msg_id, timeout=120)
+        if (start // batch) % 20 == 0:
+            print(f"  … {2 * (start + batch)} messages", file=sys.stderr, flush=True)
 
 
 def critical_path(client: StdioClient, stub: ThreadedStubLLM, runs: int) -> list[float]:
@@ -113,7 +115,7 @@ def initialize_round_trips(runs: int) -> list[float]:
             with StdioClient() as client:
                 ready(client)
                 start = time.perf_counter()
-                client.initialize([Path(folder)], {})
+                client.initialize([Path(folder)], {"storePath": str(Path(folder) / ".store")})
                 out.append(time.perf_counter() - start)
     return out
 
@@ -130,7 +132,7 @@ def main() -> int:
         for _ in range(3):
             start = time.perf_counter()
             with StdioClient() as client:
-                client.initialize([Path(folder)], {})
+                client.initialize([Path(folder)], {"storePath": str(Path(folder) / ".store")})
                 spawned.append(time.perf_counter() - start)
     print(f"initialize round trip (idle process): {ms(warm, 50, 100)}")
     print(f"spawn + imports + initialize:         {ms(spawned, 50, 100)}")
@@ -140,7 +142,12 @@ def main() -> int:
         try:
             client.initialize(
                 [Path(folder)],
-                {"chatModel": "openai/bench", "apiBase": stub.base_url, "historyBudget": 2048},
+                {
+                    "chatModel": "openai/bench",
+                    "apiBase": stub.base_url,
+                    "historyBudget": 2048,
+                    "storePath": str(Path(folder) / ".store"),
+                },
             )
             client.request(P + "chat", {"threadId": "w", "turnId": "w", "message": "warm up"})
             short = critical_path(client, stub, 100)

@@ -92,7 +92,10 @@ async def start(client: Client, folder: Path, settings: dict[str, Any] | None = 
         types.InitializeParams(
             capabilities=CAPABILITIES,
             workspace_folders=[types.WorkspaceFolder(uri=client.workspace_uri, name="ws")],
-            initialization_options={"topicForest": settings or {}},
+            # storePath: keep any store the server keeps inside the test's own directory
+            initialization_options={
+                "topicForest": {"storePath": str(folder / ".store"), **(settings or {})}
+            },
         )
     )
 

@@ -52,7 +52,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StdioClient]:
         folder: Path = tmp_path_factory.mktemp("fuzz")
         client.initialize(
             [folder],
-            {"chatModel": "openai/stub", "apiBase": stub.base_url, "historyBudget": 256},
+            {
+                "chatModel": "openai/stub",
+                "apiBase": stub.base_url,
+                "historyBudget": 256,
+                "storePath": str(folder / ".store"),
+            },
         )
         stub.script(*[text for role, text in SAMPLE[:24] if role == "assistant"])
         for index, (role, text) in enumerate(SAMPLE[:24]):

@@ -31,7 +31,7 @@ async def init(client: Client, folders: list[Path], options: object = None) -> N
 
 async def test_one_memory_per_folder_and_folder_changes(bare: Client, tmp_path: Path) -> None:
     one, two, three = (tmp_path / n for n in ("one", "two", "three"))
-    await init(bare, [one, two])
+    await init(bare, [one, two], {"topicForest": {"storePath": str(tmp_path / ".store")}})
     for uri, budget in ((one.as_uri(), 0), (two.as_uri(), 0)):
         result = await bare.call("listTopics", {"workspaceUri": uri})
         assert result["topics"] == [] and result["used"] == budget
@@ -50,8 +50,8 @@ async def test_one_memory_per_folder_and_folder_changes(bare: Client, tmp_path: 
     assert error.code == UNKNOWN_WORKSPACE
 
 
-async def test_no_folder_uses_a_global_memory(bare: Client) -> None:
-    await init(bare, [])
+async def test_no_folder_uses_a_global_memory(bare: Client, tmp_path: Path) -> None:
+    await init(bare, [], {"topicForest": {"storePath": str(tmp_path / ".store")}})
     assert (await bare.call("listThreads"))["threads"] == []
     assert (await bare.call("listTopics", {"workspaceUri": "global"}))["topics"] == []
 
@@ -62,14 +62,24 @@ async def test_invalid_settings_are_shown_and_the_previous_values_kept(
     await init(
         bare,
         [tmp_path],
-        {"topicForest": {"historyBudget": 4096, "maxTopics": "many", "apiKey": "sk-x"}},
+        {
+            "topicForest": {
+                "historyBudget": 4096,
+                "maxTopics": "many",
+                "apiKey": "sk-x",
+                "storePath": str(tmp_path / ".store"),
+            }
+        },
     )
     assert (await bare.call("listTopics"))["budget"] == 4096
     await bare.until(lambda: any("topicForest.maxTopics" in m.message for m in bare.messages))
     assert any("apiKey" in m.message for m in bare.log_messages)  # unknown key: a warning
 
+    store = str(tmp_path / ".store")
     bare.workspace_did_change_configuration(
-        types.DidChangeConfigurationParams(settings={"topicForest": {"historyBudget": -5}})
+        types.DidChangeConfigurationParams(
+            settings={"topicForest": {"historyBudget": -5, "storePath": store}}
+        )
     )
     await bare.until(
         lambda: any("historyBudget" in m.message and "4096" in m.message for m in bare.messages)
@@ -77,7 +87,9 @@ async def test_invalid_settings_are_shown_and_the_previous_values_kept(
     assert (await bare.call("listTopics"))["budget"] == 4096  # the previous valid value
 
     bare.workspace_did_change_configuration(
-        types.DidChangeConfigurationParams(settings={"topicForest": {"historyBudget": 1024}})
+        types.DidChangeConfigurationParams(
+            settings={"topicForest": {"historyBudget": 1024, "storePath": store}}
+        )
     )
     await bare.wait_for(PREFIX + "topicsChanged", lambda n: n["reason"] == "configured")
     budgets = set()
@@ -89,5 +101,5 @@ async def test_invalid_settings_are_shown_and_the_previous_values_kept(
 
 
 async def test_server_logs_reach_the_client(bare: Client, tmp_path: Path) -> None:
-    await init(bare, [tmp_path])
+    await init(bare, [tmp_path], {"topicForest": {"storePath": str(tmp_path / ".store")}})
     await bare.until(lambda: any("workspace memory opened" in m.message for m in bare.log_messages))
