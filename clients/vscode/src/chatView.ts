@@ -136,6 +136,11 @@ export class ChatController implements vscode.Disposable {
     this.post({ type: 'delta', turnId: delta.turnId, index: delta.index, delta: delta.delta });
   }
 
+  /** Shows a failure of a webview request (copy, open link, ...) inline. */
+  reportError(error: unknown): void {
+    this.postError(error);
+  }
+
   private postError(error: unknown, turnId?: string): void {
     const view = describeError(error);
     this.post({ type: 'error', turnId, message: view.message, hint: view.hint, actions: view.actions });
@@ -160,7 +165,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
       styleUri: view.webview.asWebviewUri(vscode.Uri.joinPath(root, 'chat.css')).toString(),
     });
     this.controller.attach(view.webview);
-    view.webview.onDidReceiveMessage((m: FromWebview) => this.controller.handle(m));
+    view.webview.onDidReceiveMessage((m: FromWebview) => {
+      this.controller.handle(m).catch((error: unknown) => this.controller.reportError(error));
+    });
     view.onDidDispose(() => this.controller.attach(undefined));
   }
 }

@@ -46,6 +46,11 @@ describe('package.json contributions', () => {
     expect(hidden).not.toContain('topicForest.restartServer');
   });
 
+  it('an untrusted workspace cannot choose the interpreter or redirect the model', () => {
+    expect(pkg.capabilities.untrustedWorkspaces.restrictedConfigurations).toEqual(
+      expect.arrayContaining(['topicForest.python', 'topicForest.apiBase']));
+  });
+
   it('registers every contributed command somewhere in src/', () => {
     const src = readdirSync('src').map((f) =>
       readFileSync(join('src', f), 'utf8')).join('\n');
