@@ -181,7 +181,7 @@ def server_open(folder: Path, store_dir: Path) -> tuple[StdioClient, float]:
     return client, time.perf_counter() - start
 
 
-def bench_server_open(folder: Path, store_dir: Path, runs: int = 5) -> None:
+def bench_server_open(folder: Path, store_dir: Path, runs: int = 5, label: str = "") -> None:
     seconds, rss = [], 0.0
     for _ in range(runs):
         client, elapsed = server_open(folder, store_dir)
@@ -190,7 +190,7 @@ def bench_server_open(folder: Path, store_dir: Path, runs: int = 5) -> None:
         client.close()
     seconds.sort()
     print(
-        f"server open (process start -> first listTopics answer): median "
+        f"server open{label} (process start -> first listTopics answer): median "
         f"{statistics.median(seconds) * 1000:.0f} ms, max {seconds[-1] * 1000:.0f} ms "
         f"(target <= 500 ms); server peak RSS {rss:.0f} MB"
     )
@@ -237,7 +237,10 @@ def main() -> None:
         build(path, args.messages)
         print(f"store file: {path.stat().st_size / 1e6:.1f} MB")
         if server_persists(folder, store_dir):
-            bench_server_open(folder, store_dir)
+            empty = Path(tmp) / "empty"
+            empty.mkdir()
+            bench_server_open(empty, store_dir, label=" with an empty store (baseline)")
+            bench_server_open(folder, store_dir, label=f" at {args.messages} messages")
             bench_server_drop(folder, store_dir)
         else:
             print("server: this server does not use the store yet; server figures skipped")
