@@ -194,7 +194,7 @@ async def test_kill_9_of_the_maintainer_mid_summary_and_mid_chat(windows: Window
     await a.wait_for("topicForest/chatDelta", lambda p: p["turnId"] == "last", timeout=10)
     os.kill(pid(a), signal.SIGKILL)  # mid-summary and mid-chat-turn
     with pytest.raises(Exception):  # noqa: B017 - the connection just dies
-        await asyncio.wait_for(turn, 10)
+        await asyncio.wait_for(turn, 3)
     windows.stub.config.kind_latency.clear()
     windows.stub.config.chunk_latency = 0.0
 
