@@ -310,6 +310,35 @@ async function main() {
     log(`after reload the chat shows ${restored} messages from the thread history`);
     if (restored < TURNS.length * 2) throw new Error(`expected the whole thread back, got ${restored} messages`);
     await shot('08-history-after-reload');
+
+    // ------------------------------------------------------------ Restart Server from the palette
+    const tRs = Date.now();
+    await page.keyboard.press('F1');
+    const quick = page.locator('.quick-input-widget input');
+    await quick.waitFor({ state: 'visible', timeout: 10_000 });
+    await quick.fill('>Topic Forest: Restart Server');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Restart Server' }).first()
+      .waitFor({ timeout: 10_000 });
+    await page.keyboard.press('Enter');
+    // the extension's LogOutputChannel file shows the restart and the new server's start
+    const extLog = () => {
+      const found = [];
+      const walk = (d) => { for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+        const p = path.join(d, e.name);
+        if (e.isDirectory()) walk(p); else if (e.name === 'Topic Forest.log') found.push(fs.readFileSync(p, 'utf8'));
+      } };
+      walk(path.join(RUN, 'ud/logs'));
+      return found.join('\n');
+    };
+    await waitFor('"restart requested" and a new server start in the log', async () => {
+      const text = extLog();
+      const at = text.lastIndexOf('restart requested');
+      return at >= 0 && text.indexOf('server running', at) > at;
+    }, 30_000);
+    await waitFor('the budget back in the status bar', async () => (await status.count()) > 0, 30_000);
+    await waitFor('topics listed again', async () => (await topicRows.count()) > 0, 30_000);
+    mark('restartServer', tRs);
+    await shot('09-restarted');
     timings.total = Date.now() - t0;
     console.log(`TIMINGS_MS ${JSON.stringify(timings)}`);
   } catch (error) {

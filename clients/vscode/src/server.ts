@@ -106,6 +106,7 @@ export class ServerManager implements Connection, vscode.Disposable {
     this.client = client;
     try {
       await client.start();
+      this.log.info('server running');
       this.setState('running');
     } catch (error) {
       this.log.error(`server did not start: ${String(error)}`);
