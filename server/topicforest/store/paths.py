@@ -6,8 +6,6 @@ import hashlib
 import os
 from pathlib import Path
 
-import platformdirs
-
 APP_NAME = "topicforest"
 GLOBAL_WORKSPACE = "<global>"  # memory used when the editor has no workspace folder
 
@@ -19,6 +17,8 @@ def workspace_key(workspace: str | os.PathLike[str] | None) -> str:
 
 
 def default_store_dir() -> Path:
+    import platformdirs  # only needed when no storePath is set
+
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)) / "workspaces"
 
 

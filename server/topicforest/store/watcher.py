@@ -11,11 +11,13 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-
-import watchfiles
+from typing import TYPE_CHECKING
 
 from topicforest.store.errors import StoreError
 from topicforest.store.store import Store
+
+if TYPE_CHECKING:
+    import watchfiles
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +32,8 @@ async def watch_store(
     stop: asyncio.Event | None = None,
 ) -> None:
     """Until `stop` is set: after each commit by another process, refresh and call `on_change`."""
+    import watchfiles  # imported here: it is not needed to answer the first requests
+
     names = {store.path.name, store.path.name + "-wal"}
 
     def ours(_change: watchfiles.Change, path: str) -> bool:
