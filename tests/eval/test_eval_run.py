@@ -49,7 +49,7 @@ async def test_systems_on_the_tiny_conversation(tiny: Conversation) -> None:
 
 @pytest.mark.usefixtures("stub_key")
 async def test_evaluate_scores_every_fact_and_measures_waiting(tiny: Conversation) -> None:
-    options = Options(budget=BUDGET, time_scale=0.002)
+    options = Options(budget=BUDGET, time_scale=0.002, summary_latency=(0.05, 0.1))
     evaluation = await evaluate([tiny], options)
     (result,) = evaluation.conversations
     assert [f.id for f in result.facts] == ["F1", "F2", "F3", "F4"]
@@ -62,6 +62,7 @@ async def test_evaluate_scores_every_fact_and_measures_waiting(tiny: Conversatio
     assert result.waiting is not None
     turns = sum(1 for m in tiny.messages if m.role == "user")
     assert len(result.waiting.forest) == len(result.waiting.flat) == turns
+    assert len(result.waiting.forest_unscaled) == turns
     assert result.waiting.flat_summary_calls > 0
     # The deterministic part does not depend on the run.
     again = await evaluate([tiny], Options(budget=BUDGET, waiting=False))

@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from topicforest.engine.llm import load_litellm
 from topicforest.engine.summarize.base import Summarizer
 from topicforest.engine.summarize.litellm_summarizer import LiteLLMSummarizer
 from topicforest.eval.dataset import Conversation
@@ -28,7 +29,7 @@ from topicforest.eval.systems import (
     run_truncation,
 )
 from topicforest.eval.waiting import ChatStub, WaitTrace, wait_flat, wait_topic_forest
-from topicforest.testing.stub_llm import STUB_API_KEY, StubLLM
+from topicforest.testing.stub_llm import STUB_API_KEY, StubLLM, ThreadedStubLLM
 
 SYSTEMS = ("forest_query", "forest", "flat", "truncation")
 LABELS = {
@@ -85,6 +86,9 @@ class Waiting:
     flat_summary_calls: int
     forest_call_seconds: list[float]  # each summarizer call's own duration (measured)
     flat_call_seconds: list[float]
+    # Topic Forest again with the summarizer latency unscaled (stub mode only): seconds per turn
+    forest_unscaled: list[float] = field(default_factory=list)
+    forest_unscaled_calls: int = 0
 
 
 @dataclass
@@ -204,15 +208,24 @@ async def measure_waiting(
     """Real-time replay with latency; `summarizer` None = a latency stub (scaled time)."""
     scale = options.time_scale
     lo, hi = options.summary_latency
-    async with (
-        StubLLM(latency=options.chat_latency * scale, seed=1) as chat_stub,
-        StubLLM(latency=(lo * scale, hi * scale), seed=2) as summary_stub,
+    load_litellm()  # warm, as a running server is: the first turn must not pay the import
+    # The stubs run on their own threads so their work does not hold up the loop being measured.
+    with (
+        ThreadedStubLLM(latency=options.chat_latency * scale, seed=1) as chat_stub,
+        ThreadedStubLLM(latency=(lo * scale, hi * scale), seed=2) as summary_stub,
     ):
         chat = ChatStub(chat_stub.base_url, chat_stub.script)
         chosen = summarizer or LiteLLMSummarizer(STUB_SUMMARY_MODEL, api_base=summary_stub.base_url)
         think = options.think * scale
         forest: WaitTrace = await wait_topic_forest(conv, chat, chosen, options.budget, think)
         flat: WaitTrace = await wait_flat(conv, chat, chosen, options.budget, think)
+        unscaled = WaitTrace()
+        if summarizer is None:
+            # Topic Forest once more with summaries taking 1–3 s of real time: a turn that waited
+            # for one would take at least that long, far above any render time.
+            with ThreadedStubLLM(latency=(lo, hi), seed=3) as slow_stub:
+                slow = LiteLLMSummarizer(STUB_SUMMARY_MODEL, api_base=slow_stub.base_url)
+                unscaled = await wait_topic_forest(conv, chat, slow, options.budget, think)
     return Waiting(
         forest.turns,
         flat.turns,
@@ -220,6 +233,8 @@ async def measure_waiting(
         flat.summary_calls,
         forest.summary_seconds,
         flat.summary_seconds,
+        unscaled.turns,
+        unscaled.summary_calls,
     )
 
 
