@@ -44,7 +44,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="real seconds per simulated second in the waiting replay (default 0.1)",
     )
     parser.add_argument(
-        "--think", type=float, default=0.0, help="simulated seconds before each user message"
+        "--think",
+        type=float,
+        default=0.0,
+        help="waiting replay: simulated seconds before each user message (default 0)",
+    )
+    parser.add_argument(
+        "--no-pause",
+        action="store_true",
+        help="quality replay: messages back to back, never idle long enough for the memory's "
+        "idle-time summaries (default: the user pauses after each reply)",
     )
     return parser
 
@@ -73,6 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         waiting=not args.no_waiting,
         time_scale=args.time_scale,
         think=args.think,
+        pause=not args.no_pause,
     )
     out = args.out or Path("docs/benchmarks-real.md" if args.model else "docs/benchmarks.md")
     evaluation = run(conversations, options)

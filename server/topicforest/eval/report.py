@@ -153,14 +153,28 @@ def _markdown(evaluation: Evaluation, command: str, figures: dict[str, Path]) ->
         + "."
     )
     add("")
+    add("Run it with `make eval` (all of `../shared/eval/*.json` plus the bundled")
+    add("`server/topicforest/data/sample_conversation.json`; more files in the same schema can be")
+    add("added as arguments: `make eval ARGS=more.json`, or `--only` for just those). Opt-in,")
+    add("never in CI: `python -m topicforest.eval --model <litellm model> [--api-base URL]`")
+    add("summarizes with a real model (key from the environment) and writes")
+    add("`docs/benchmarks-real.md` instead. A fact may carry an optional `old_must_contain` list,")
+    add("the superseded value, used by the old-value check below.")
+    add("")
     add("## Systems")
     add("")
     add("1. **Topic Forest** — the engine's `ContextWindow`. Every message is appended as in a")
     add("   chat; after each append, maintenance runs as `WorkspaceMemory` does it (graduate the")
-    add("   hot zone's overflow into the forest, then resolver rounds until no topic is dirty);")
-    add("   each user turn renders with the message as query. At the end it renders once with no")
-    add("   query and once per fact with the fact's question as the query (the question itself")
-    add("   is not part of the context).")
+    add("   hot zone's overflow into the forest, then summarize the topics whose unsummarized")
+    add("   messages reached a batch); each user turn renders with the message as query.")
+    if o.pause:
+        add("   After each reply the user pauses longer than the memory's idle time (the usual")
+        add("   case: reading the answer takes longer than 2 s), so the idle-forced round")
+        add("   summarizes every dirty topic then.")
+    else:
+        add("   Messages come back to back (`--no-pause`): the idle-forced round never runs.")
+    add("   At the end it renders once with no query and once per fact with the fact's question")
+    add("   as the query (the question itself is not part of the context).")
     add("2. **Flat recursive summarization** — aider's `ChatSummary` loop with the engine's")
     add("   `summarize_flat` (the same code as the render fallback): after each exchange, if the")
     add("   history exceeds the budget, keep the newest half verbatim and summarize the head,")
@@ -193,6 +207,37 @@ def _markdown(evaluation: Evaluation, command: str, figures: dict[str, Path]) ->
     for p in POSITIONS:
         add(f"| {p} | " + " | ".join(pct(*evaluation.survival(s, p)) for s in SYSTEMS) + " |")
     add("")
+    alternatives = [c.alternative for c in convs if c.alternative]
+    if alternatives:
+        other = alternatives[0].pause
+        add(
+            "Sensitivity to the user's pace: Topic Forest replayed "
+            + (
+                "with a pause after each reply (idle-forced summaries)"
+                if other
+                else "with messages back to back (no idle-forced summaries)"
+            )
+            + ", all conversations:"
+        )
+        add("")
+        add("| replay | with query | no query | summarizer calls | input tokens |")
+        add("|---|---|---|---|---|")
+        facts_total = sum(len(c.facts) for c in convs)
+        main_cost = evaluation.cost("forest")
+        this = "pause after each reply" if o.pause else "back to back"
+        that = "pause after each reply" if other else "back to back"
+        add(
+            f"| {this} (the tables above) | {pct(*evaluation.survival('forest_query'))} | "
+            f"{pct(*evaluation.survival('forest'))} | {main_cost.calls} | "
+            f"{main_cost.input_tokens:,} |"
+        )
+        add(
+            f"| {that} | {pct(sum(a.kept_query for a in alternatives), facts_total)} | "
+            f"{pct(sum(a.kept_plain for a in alternatives), facts_total)} | "
+            f"{sum(a.cost.calls for a in alternatives)} | "
+            f"{sum(a.cost.input_tokens for a in alternatives):,} |"
+        )
+        add("")
     add(_figure(figures, "survival", "Fact survival by position, all conversations.", command))
     add(_figure(figures, "conversations", "Fact survival per conversation.", command))
     add("")
@@ -364,9 +409,9 @@ def _markdown(evaluation: Evaluation, command: str, figures: dict[str, Path]) ->
             "| conversation | turns | Topic Forest: median / max per turn "
             "| Topic Forest summary calls (background) | unscaled run: max per turn (calls) "
             "| flat: turns that waited "
-            "| flat: median / max wait | flat: total wait |"
+            "| flat: median / max wait | flat: total wait | flat: total wait, 5 s pause (derived) |"
         )
-        add("|---|---|---|---|---|---|---|---|")
+        add("|---|---|---|---|---|---|---|---|---|")
         for c, w in waits:
             waited = [x * scale for x in w.flat if x * scale >= 0.05]
             add(
@@ -374,8 +419,13 @@ def _markdown(evaluation: Evaluation, command: str, figures: dict[str, Path]) ->
                 f"{1000 * max(w.forest, default=0):.1f} ms | {w.forest_summary_calls} | "
                 f"{1000 * max(w.forest_unscaled, default=0):.1f} ms ({w.forest_unscaled_calls}) | "
                 f"{len(waited)} | {_median(waited):.2f} s / {max(waited, default=0):.2f} s | "
-                f"{sum(x * scale for x in w.flat):.1f} s |"
+                f"{sum(x * scale for x in w.flat):.1f} s | "
+                f"{sum(max(0.0, x * scale - 5) for x in w.flat):.1f} s |"
             )
+        add("")
+        add("The last column is derived, not measured: each measured flat wait minus a 5 s pause")
+        add("the user would spend reading the reply (aider starts summarizing right after a reply,")
+        add("so a pause hides up to its own length of the wait).")
         add("")
         add(_figure(figures, "wait", "Time added to each turn's critical path.", command))
         add("")

@@ -51,6 +51,9 @@ class Options:
     summary_latency: tuple[float, float] = (1.0, 3.0)  # seconds per summarizer call (simulated)
     chat_latency: float = 2.0  # seconds per chat model call (simulated)
     think: float = 0.0  # seconds the user takes before the next message (simulated)
+    # Quality replay: the user pauses longer than the memory's idle time after each reply (the
+    # usual case), so every dirty topic is summarized then; False: messages come back to back.
+    pause: bool = True
 
 
 @dataclass
@@ -92,6 +95,16 @@ class Waiting:
 
 
 @dataclass
+class Alternative:
+    """Topic Forest replayed with the other pause behaviour, for the sensitivity table."""
+
+    pause: bool
+    kept_query: int
+    kept_plain: int
+    cost: Cost
+
+
+@dataclass
 class ConversationResult:
     id: str
     source: str
@@ -102,6 +115,7 @@ class ConversationResult:
     topics: list[TopicSpend]
     max_render_tokens: int
     fallback_renders: int
+    alternative: Alternative | None = None
     waiting: Waiting | None = None
 
     def survival(self, system: str, position: str | None = None) -> tuple[int, int]:
@@ -176,7 +190,20 @@ def _composition(pairs: Sequence[tuple[int, str]]) -> dict[int, dict[str, int]]:
 async def evaluate_conversation(
     conv: Conversation, summarizer: Summarizer, options: Options
 ) -> ConversationResult:
-    forest = await run_topic_forest(conv, summarizer, options.budget)
+    forest = await run_topic_forest(
+        conv, summarizer, options.budget, idle_after_reply=options.pause
+    )
+    other = await run_topic_forest(
+        conv, summarizer, options.budget, idle_after_reply=not options.pause
+    )
+    alternative = Alternative(
+        pause=not options.pause,
+        kept_query=sum(
+            contains_all(other.context_by_fact[f.id], f.must_contain) for f in conv.facts
+        ),
+        kept_plain=sum(contains_all(other.context_no_query, f.must_contain) for f in conv.facts),
+        cost=other.cost,
+    )
     flat = await run_flat(conv, summarizer, options.budget)
     truncation = run_truncation(conv, options.budget)
     every = {f.id: "" for f in conv.facts}
@@ -199,6 +226,7 @@ async def evaluate_conversation(
         topics=forest.topics,
         max_render_tokens=forest.max_render_tokens,
         fallback_renders=forest.fallback_renders,
+        alternative=alternative,
     )
 
 

@@ -118,14 +118,14 @@ def _message(conv: Conversation, index: int, count: TokenCounter) -> Message:
     )
 
 
-async def maintain(window: ContextWindow, summarizer: Summarizer) -> None:
-    """WorkspaceMemory.maintain without the notifications: graduate, then summarize dirty."""
+async def maintain(window: ContextWindow, summarizer: Summarizer, *, force: bool = False) -> None:
+    """WorkspaceMemory.maintain without the notifications: graduate, then summarize the topics
+    that are due (`force`: every dirty topic, as after the memory's idle time)."""
     window.graduate()
     for _ in range(MAX_ROUNDS):
-        if not window.dirty_topic_ids():
-            return
-        report = await resolve_round(window, summarizer)
-        if report.applied == 0 and report.failed:
+        report = await resolve_round(window, summarizer, force=force)
+        attempted = report.applied + report.stale + report.failed
+        if attempted == 0 or (report.applied == 0 and report.failed):
             return
 
 
@@ -135,8 +135,12 @@ async def run_topic_forest(
     budget: int,
     count: TokenCounter = estimate_tokens,
     config: WindowConfig | None = None,
+    idle_after_reply: bool = False,
 ) -> ForestRun:
-    """Replay `conv`; the engine's default configuration at `budget` unless `config` is given."""
+    """Replay `conv`; the engine's default configuration at `budget` unless `config` is given.
+
+    `idle_after_reply`: the user pauses longer than the memory's idle time after each reply, so
+    every dirty topic is summarized then (WorkspaceMemory's idle-forced round)."""
     counting = CountingSummarizer(summarizer)
     window = ContextWindow(config or WindowConfig(history_budget=budget), count=count)
     ids: list[int] = []
@@ -150,6 +154,8 @@ async def run_topic_forest(
             max_tokens = max(max_tokens, rendered.tokens)
             fallbacks += rendered.fallback
         await maintain(window, counting)
+        if idle_after_reply and m.role == "assistant":
+            await maintain(window, counting, force=True)
 
     final = window.render(thread_id=THREAD)
     by_fact = {}
