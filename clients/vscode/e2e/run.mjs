@@ -339,6 +339,44 @@ async function main() {
     await waitFor('topics listed again', async () => (await topicRows.count()) > 0, 30_000);
     mark('restartServer', tRs);
     await shot('09-restarted');
+
+    // ------------------------------------------------------------ an interpreter without the package
+    // Point topicForest.python at a bare venv: the extension restarts the server, finds no
+    // `topicforest` and says so with the install command and an Install button.
+    const tM = Date.now();
+    const bare = path.join(RUN, 'bare-venv');
+    const venv = spawnSync('python3', ['-m', 'venv', '--without-pip', bare], { encoding: 'utf8' });
+    if (venv.status !== 0) throw new Error(`python3 -m venv failed: ${venv.stderr}`);
+    // through the Settings editor, as a user would (code-server does not notice a rewritten file)
+    await page.keyboard.press('F1');
+    await quick.waitFor({ state: 'visible', timeout: 10_000 });
+    await quick.fill('>Preferences: Open User Settings');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: /^Preferences: Open User Settings$/ }).first()
+      .waitFor({ timeout: 10_000 });
+    await page.keyboard.press('Enter');
+    const search = page.locator('.settings-editor .settings-header .suggest-input-container');
+    await search.waitFor({ state: 'visible', timeout: 20_000 });
+    await search.click();
+    await page.keyboard.type('topicForest.python');
+    // a machine-overridable setting is edited under the Remote tab in a remote window
+    await page.locator('.settings-editor .settings-tabs-widget .action-label', { hasText: /^Remote/ }).first().click();
+    const pyInput = page.locator('.settings-editor .setting-item-contents', { hasText: 'Python interpreter that runs the server' })
+      .locator('input').first();
+    await pyInput.waitFor({ state: 'visible', timeout: 20_000 });
+    await pyInput.fill(path.join(bare, 'bin/python'));
+    await pyInput.press('Tab');
+    const toast = page.locator('.notifications-toasts .notification-list-item', { hasText: 'is not installed for' });
+    await toast.first().waitFor({ timeout: 30_000 });
+    const toastText = (await toast.first().innerText()).replace(/\s+/g, ' ');
+    if (!toastText.includes('-m pip install topicforest')) throw new Error(`no install command in: ${toastText}`);
+    await toast.first().getByRole('button', { name: 'Install in Terminal' }).waitFor({ timeout: 5_000 });
+    await page.locator('.notification-toast-container .notification-fade-in-done').first().waitFor({ timeout: 5_000 }).catch(() => undefined);
+    await waitFor('the tree to drop the stale topics', async () => (await topicRows.count()) === 0, 10_000);
+    await waitFor('the warning in the status bar', async () =>
+      (await page.locator('.statusbar-item', { hasText: 'Topic Forest' }).count()) > 0, 10_000);
+    mark('missingPackageError', tM);
+    log(`missing-package notification: ${toastText.slice(0, 160)}`);
+    await shot('10-missing-package');
     timings.total = Date.now() - t0;
     console.log(`TIMINGS_MS ${JSON.stringify(timings)}`);
   } catch (error) {

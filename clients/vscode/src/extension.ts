@@ -27,9 +27,10 @@ export function activate(context: vscode.ExtensionContext): void {
   });
   server.onDidChangeState((state) => {
     status.serverState(state);
-    if (state === 'running') tree.refresh(0);
     if (state === 'failed') view.message = 'The Topic Forest server is not running: see the log, ' +
       'then run "Topic Forest: Restart Server".';
+    // running: load topics; failed: clear the stale ones so only the message shows
+    if (state === 'running' || state === 'failed') tree.refresh(0);
   });
 
   context.subscriptions.push(

@@ -136,6 +136,7 @@ export class ServerManager implements Connection, vscode.Disposable {
   async configurationChanged(event: vscode.ConfigurationChangeEvent): Promise<void> {
     if (!event.affectsConfiguration(SECTION)) return;
     if (event.affectsConfiguration(`${SECTION}.python`)) {
+      this.log.info('topicForest.python changed: restarting the server');
       await this.restart();
       return;
     }
