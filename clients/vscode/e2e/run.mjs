@@ -3,7 +3,7 @@
 // headless Chromium by playwright-core. Screenshots and logs go to artifacts/e2e/.
 //
 // env: E2E_HOME (/opt/topicforest-e2e)  TOPICFOREST_PYTHON (../../.venv/bin/python)
-//      PORT (0 = pick a free one)  CHROMIUM_PATH (/usr/bin/chromium)
+//      TF_E2E_PORT (default: a free port)  CHROMIUM_PATH (/usr/bin/chromium)
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -148,7 +148,7 @@ async function main() {
   installVsix();
   mark('vsixInstalled', tInstall);
   const tCs = Date.now();
-  const url = await startCodeServer(process.env.PORT ? Number(process.env.PORT) : await freePort());
+  const url = await startCodeServer(process.env.TF_E2E_PORT ? Number(process.env.TF_E2E_PORT) : await freePort());
   mark('codeServerListening', tCs);
 
   const browser = await chromium.launch({
