@@ -246,8 +246,8 @@ def _markdown(evaluation: Evaluation, command: str, figures: dict[str, Path]) ->
     add("For a fact whose value changed during the session, only the latest value counts. The")
     add("table also flags a context that states an old value without the current one")
     add("(**old only**). Old values come from `old_must_contain` when the file gives them, else")
-    add("from the superseded message: its tokens shaped like the current value (digits collapsed)")
-    add("that the current message does not contain — a heuristic, so they are listed.")
+    add("from the superseded message: its tokens shaped like the current value (numbers")
+    add("collapsed, units dropped) and within 5× of it — a heuristic, so they are listed.")
     add("")
     add(
         "| conversation | fact | current | old values | "
