@@ -3,6 +3,7 @@ import * as vscode from 'vscode';
 import { ChatController, ChatViewProvider } from './chatView';
 import { TopicCommands } from './commands';
 import { PREVIEW_SCHEME, PreviewProvider } from './preview';
+import { languageClientFactory } from './languageClient';
 import { ServerManager } from './server';
 import { BudgetStatus } from './statusBar';
 import { budgetDescription, TopicTreeProvider } from './topicTree';
@@ -11,7 +12,7 @@ let server: ServerManager | undefined;
 
 export function activate(context: vscode.ExtensionContext): void {
   const log = vscode.window.createOutputChannel('Topic Forest', { log: true });
-  server = new ServerManager(log);
+  server = new ServerManager(log, { create: languageClientFactory(log) });
   const tree = new TopicTreeProvider(server, log);
   const view = vscode.window.createTreeView('topicForest.topics', { treeDataProvider: tree,
     showCollapseAll: true });

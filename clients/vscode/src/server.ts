@@ -1,19 +1,41 @@
-// Starts `<python> -m topicforest serve` over stdio with vscode-languageclient, restarts it, and
-// re-attaches notification handlers to each new client.
+// Starts `<python> -m topicforest serve` (through a ServerProcess factory: vscode-languageclient in
+// the extension, a fake in tests), restarts it, and re-attaches notification handlers each time.
 import * as vscode from 'vscode';
-import {
-  LanguageClient, type LanguageClientOptions, type ServerOptions, State,
-} from 'vscode-languageclient/node';
 import type { Connection, ServerState } from './connection';
 import type {
   ClientNotifications, NotificationMethod, Notifications, ParamsOf, RequestMethod, ResultOf,
 } from './protocol';
 import {
-  checkServerPackage, choosePython, describeStartProblem, installCommand, type PythonChoice,
+  checkServerPackage, choosePython, describeStartProblem, installCommand, type PackageCheck,
+  type PythonChoice,
 } from './python';
-import { serverSettings } from './settings';
+import { serverSettings, type ServerSettings } from './settings';
 
 const SECTION = 'topicForest';
+
+export interface Launch {
+  python: string;
+  cwd: string | undefined;
+  initializationOptions: ServerSettings;
+}
+
+/** A running server as the manager sees it (LanguageClient in practice). */
+export interface ServerProcess {
+  start(): Promise<void>;
+  stop(timeoutMs: number): Promise<void>;
+  isRunning(): boolean;
+  sendRequest(method: string, params: unknown, token?: vscode.CancellationToken): Promise<unknown>;
+  sendNotification(method: string, params: unknown): Promise<void>;
+  onNotification(method: string, handler: (params: unknown) => void): { dispose(): void };
+  /** true when the process is up and initialized, false when it went away. */
+  onDidChangeRunning(listener: (running: boolean) => void): { dispose(): void };
+}
+
+export interface ServerDeps {
+  create: (launch: Launch) => ServerProcess;
+  checkPackage?: (python: string) => Promise<PackageCheck>;
+  pythonExtension?: () => Promise<unknown>;
+}
 
 async function pythonExtensionApi(): Promise<unknown> {
   const ext = vscode.extensions.getExtension('ms-python.python');
@@ -22,14 +44,14 @@ async function pythonExtensionApi(): Promise<unknown> {
 }
 
 export class ServerManager implements Connection, vscode.Disposable {
-  private client: LanguageClient | undefined;
+  private client: ServerProcess | undefined;
   private handlers: { method: string; handler: (params: unknown) => void }[] = [];
   private readonly stateEmitter = new vscode.EventEmitter<ServerState>();
   private current: ServerState = 'stopped';
   private starting: Promise<void> | undefined;
   readonly onDidChangeState = this.stateEmitter.event;
 
-  constructor(private readonly log: vscode.LogOutputChannel) {}
+  constructor(private readonly log: vscode.LogOutputChannel, private readonly deps: ServerDeps) {}
 
   get state(): ServerState {
     return this.current;
@@ -59,7 +81,6 @@ export class ServerManager implements Connection, vscode.Disposable {
       } catch (error) {
         this.log.warn(`stopping the server: ${String(error)}`);
       }
-      await client.dispose().catch(() => undefined);
     }
     this.setState('stopped');
   }
@@ -71,36 +92,21 @@ export class ServerManager implements Connection, vscode.Disposable {
     const python = await choosePython({
       setting: config.get<string>('python') ?? '',
       workspaceFolder: folder,
-      pythonExtension: pythonExtensionApi as never,
+      pythonExtension: (this.deps.pythonExtension ?? pythonExtensionApi) as never,
     });
     this.log.info(`python: ${python.path} (${python.source})`);
-    const problem = describeStartProblem(python, await checkServerPackage(python.path));
+    const check = await (this.deps.checkPackage ?? checkServerPackage)(python.path);
+    const problem = describeStartProblem(python, check);
     if (problem) {
       this.log.error(problem.message);
       this.setState('failed');
       void this.offerFix(python, problem.message, problem.actions);
       return;
     }
-    const serverOptions: ServerOptions = {
-      command: python.path,
-      args: ['-m', 'topicforest', 'serve'],
-      options: { cwd: folder, env: { ...process.env, PYTHONUNBUFFERED: '1' } },
-    };
-    const clientOptions: LanguageClientOptions = {
-      outputChannel: this.log,
-      initializationOptions: serverSettings(config),
-      // The chat memory has no documents to sync; an empty selector keeps didOpen/didChange off.
-      documentSelector: [],
-      initializationFailedHandler: (error) => {
-        this.log.error(`server failed to initialize: ${String(error)}`);
-        return false;
-      },
-    };
-    const client = new LanguageClient('topicForest', 'Topic Forest', serverOptions, clientOptions);
-    client.onDidChangeState((event) => {
-      if (this.client !== client) return;
-      if (event.newState === State.Running) this.setState('running');
-      else if (event.newState === State.Stopped) this.setState('stopped');
+    const client = this.deps.create({ python: python.path, cwd: folder,
+      initializationOptions: serverSettings(config) });
+    client.onDidChangeRunning((running) => {
+      if (this.client === client) this.setState(running ? 'running' : 'stopped');
     });
     for (const { method, handler } of this.handlers) client.onNotification(method, handler);
     this.client = client;
@@ -151,10 +157,8 @@ export class ServerManager implements Connection, vscode.Disposable {
     method: M, params: ParamsOf<M>, token?: vscode.CancellationToken): Promise<ResultOf<M>> {
     if (this.starting) await this.starting;
     const client = this.client;
-    if (!client || !client.isRunning()) {
-      throw new Error('The Topic Forest server is not running.');
-    }
-    return token ? client.sendRequest(method, params, token) : client.sendRequest(method, params);
+    if (!client?.isRunning()) throw new Error('The Topic Forest server is not running.');
+    return await client.sendRequest(method, params, token) as ResultOf<M>;
   }
 
   notify<N extends keyof ClientNotifications>(method: N, params: ClientNotifications[N]): void {
@@ -168,7 +172,7 @@ export class ServerManager implements Connection, vscode.Disposable {
     method: N, handler: (params: Notifications[N]) => void): vscode.Disposable {
     const entry = { method, handler: handler as (params: unknown) => void };
     this.handlers.push(entry);
-    const live = this.client?.onNotification(method, handler);
+    const live = this.client?.onNotification(method, entry.handler);
     return new vscode.Disposable(() => {
       this.handlers = this.handlers.filter((h) => h !== entry);
       live?.dispose();

@@ -120,6 +120,12 @@ export const window = {
   showInformationMessage: fn((..._args: unknown[]): Promise<string | undefined> => Promise.resolve(undefined)),
   setStatusBarMessage: fn(),
   showTextDocument: fn((doc: unknown) => Promise.resolve(doc)),
+  createTerminal: fn((name: string) => {
+    const sent: string[] = [];
+    const terminal = { name, sent, show: fn(), sendText: (t: string) => sent.push(t) };
+    terminals.push(terminal);
+    return terminal;
+  }),
 };
 
 export const commands = {
@@ -135,7 +141,15 @@ export const env = {
   openExternal: fn((_uri: Uri) => Promise.resolve(true)),
 };
 
+/** Settings returned by workspace.getConfiguration(section): keys are `section.key`. */
+export const configuration = new Map<string, unknown>();
+export const terminals: { name: string; sent: string[]; show: () => void; sendText: (t: string) => void }[] = [];
+
 export const workspace = {
+  workspaceFolders: undefined as undefined | { uri: Uri }[],
+  getConfiguration: (section: string) => ({
+    get: <T>(key: string): T | undefined => configuration.get(`${section}.${key}`) as T | undefined,
+  }),
   textDocuments: [] as { uri: Uri }[],
   openTextDocument: fn((uri: Uri) => Promise.resolve({ uri })),
   asRelativePath: fn((uri: Uri) => uri.path.replace(/^\/ws\//, '')),

@@ -1,0 +1,135 @@
+import { beforeEach, describe, it } from 'node:test';
+import { expect } from 'expect';
+import { mocked } from 'jest-mock';
+import * as vscode from 'vscode';
+import type { ServerState } from '../../src/connection';
+import { type Launch, type ServerProcess, ServerManager } from '../../src/server';
+import { clearAllMocks, configuration, terminals, Uri, workspace } from '../mocks/vscode';
+
+class FakeProcess implements ServerProcess {
+  running = false;
+  stopped = false;
+  requests: { method: string; params: unknown }[] = [];
+  notifications: { method: string; params: unknown }[] = [];
+  handlers = new Map<string, (p: unknown) => void>();
+  private runningListeners: ((r: boolean) => void)[] = [];
+  constructor(readonly launch: Launch) {}
+  start(): Promise<void> { this.running = true; return Promise.resolve(); }
+  stop(): Promise<void> { this.running = false; this.stopped = true; return Promise.resolve(); }
+  isRunning(): boolean { return this.running; }
+  sendRequest(method: string, params: unknown): Promise<unknown> {
+    this.requests.push({ method, params });
+    return Promise.resolve({ ok: method });
+  }
+  sendNotification(method: string, params: unknown): Promise<void> {
+    this.notifications.push({ method, params });
+    return Promise.resolve();
+  }
+  onNotification(method: string, handler: (p: unknown) => void) {
+    this.handlers.set(method, handler);
+    return { dispose: () => this.handlers.delete(method) };
+  }
+  onDidChangeRunning(listener: (r: boolean) => void) {
+    this.runningListeners.push(listener);
+    return { dispose: () => undefined };
+  }
+  crash(): void { this.running = false; for (const l of this.runningListeners) l(false); }
+}
+
+const log = { info: () => undefined, warn: () => undefined, error: () => undefined, show: () => undefined } as unknown as vscode.LogOutputChannel;
+
+function setup(check: 'ok' | 'missing-package' = 'ok') {
+  const processes: FakeProcess[] = [];
+  const states: ServerState[] = [];
+  const manager = new ServerManager(log, {
+    create: (launch) => { const p = new FakeProcess(launch); processes.push(p); return p; },
+    checkPackage: () => Promise.resolve(check),
+    pythonExtension: () => Promise.resolve(undefined),
+  });
+  manager.onDidChangeState((s) => states.push(s));
+  return { manager, processes, states };
+}
+
+const change = (...keys: string[]) => ({
+  affectsConfiguration: (section: string) => keys.some((k) => k === section || k.startsWith(`${section}.`)),
+});
+
+describe('server manager', () => {
+  beforeEach(() => {
+    clearAllMocks();
+    configuration.clear();
+    terminals.length = 0;
+    workspace.workspaceFolders = [{ uri: Uri.file('/ws') }];
+    configuration.set('topicForest.python', '/venv/bin/python');
+    configuration.set('topicForest.chatModel', 'openai/stub');
+    configuration.set('topicForest.historyBudget', 1024);
+  });
+
+  it('launches the configured python with the settings, then serves requests', async () => {
+    const { manager, processes, states } = setup();
+    const deltas: unknown[] = [];
+    manager.onNotification('topicForest/chatDelta', (d) => deltas.push(d)); // before start
+    await manager.start();
+    expect(states).toEqual(['starting', 'running']);
+    expect(processes).toHaveLength(1);
+    const [p] = processes as [FakeProcess];
+    expect(p.launch).toEqual({ python: '/venv/bin/python', cwd: '/ws', initializationOptions: {
+      chatModel: 'openai/stub', summaryModels: [], apiBase: null, historyBudget: 1024,
+      mergeThreshold: 0.15, maxTopics: 10, storePath: null } });
+    expect(await manager.request('topicForest/listTopics', {})).toEqual({ ok: 'topicForest/listTopics' });
+    p.handlers.get('topicForest/chatDelta')?.({ index: 0 });
+    expect(deltas).toEqual([{ index: 0 }]);
+  });
+
+  it('a missing package fails with the install command and an Install button that runs it', async () => {
+    mocked(vscode.window.showErrorMessage).mockResolvedValueOnce('Install in Terminal');
+    const { manager, processes, states } = setup('missing-package');
+    await manager.start();
+    expect(processes).toEqual([]);
+    expect(states.at(-1)).toBe('failed');
+    const [message, ...buttons] = mocked(vscode.window.showErrorMessage).mock.calls[0] as unknown as string[];
+    expect(message).toContain('"topicforest" is not installed for /venv/bin/python');
+    expect(buttons).toEqual(['Install in Terminal', 'Set Python Path', 'Show Log']);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(terminals[0]?.sent).toEqual(['/venv/bin/python -m pip install topicforest']);
+    await expect(manager.request('topicForest/listTopics', {})).rejects.toThrow('not running');
+  });
+
+  it('a changed python restarts with the new interpreter and keeps notification handlers', async () => {
+    const { manager, processes } = setup();
+    const changed: unknown[] = [];
+    await manager.start();
+    manager.onNotification('topicForest/topicsChanged', (p) => changed.push(p)); // after start
+    configuration.set('topicForest.python', '/other/python');
+    await manager.configurationChanged(change('topicForest.python'));
+    expect(processes).toHaveLength(2);
+    expect(processes[0]?.stopped).toBe(true);
+    expect(processes[1]?.launch.python).toBe('/other/python');
+    processes[1]?.handlers.get('topicForest/topicsChanged')?.({ reason: 'dropped' });
+    expect(changed).toEqual([{ reason: 'dropped' }]);
+    expect(manager.state).toBe('running');
+  });
+
+  it('other setting changes are pushed as didChangeConfiguration without a restart', async () => {
+    const { manager, processes } = setup();
+    await manager.start();
+    configuration.set('topicForest.apiBase', 'http://127.0.0.1:9/v1');
+    await manager.configurationChanged(change('topicForest.apiBase'));
+    await manager.configurationChanged(change('editor.fontSize'));
+    expect(processes).toHaveLength(1);
+    expect(processes[0]?.notifications).toEqual([{ method: 'workspace/didChangeConfiguration',
+      params: { settings: { topicForest: expect.objectContaining({ apiBase: 'http://127.0.0.1:9/v1',
+        chatModel: 'openai/stub' }) } } }]);
+  });
+
+  it('reports a crashed server as stopped and only notifies a running one', async () => {
+    const { manager, processes } = setup();
+    await manager.start();
+    manager.notify('topicForest/activeFileChanged', { uri: 'file:///ws/a.py' });
+    processes[0]?.crash();
+    expect(manager.state).toBe('stopped');
+    manager.notify('topicForest/activeFileChanged', { uri: null });
+    expect(processes[0]?.notifications).toEqual([{ method: 'topicForest/activeFileChanged',
+      params: { uri: 'file:///ws/a.py' } }]);
+  });
+});
