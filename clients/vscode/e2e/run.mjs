@@ -377,6 +377,15 @@ async function main() {
     mark('missingPackageError', tM);
     log(`missing-package notification: ${toastText.slice(0, 160)}`);
     await shot('10-missing-package');
+
+    // ------------------------------------------------------------ back to the right interpreter
+    const tBack = Date.now();
+    await pyInput.fill(PYTHON);
+    await pyInput.press('Tab');
+    await waitFor('topics listed again', async () => (await topicRows.count()) > 0, 30_000);
+    await waitFor('the budget back in the status bar', async () => (await status.count()) > 0, 30_000);
+    mark('recovered', tBack);
+    await shot('11-recovered');
     timings.total = Date.now() - t0;
     console.log(`TIMINGS_MS ${JSON.stringify(timings)}`);
   } catch (error) {

@@ -85,6 +85,11 @@ export class ChatController implements vscode.Disposable {
     }
   }
 
+  /** After a (re)start the view may show an old error or nothing: reload the thread. */
+  serverStarted(): void {
+    if (this.sink && !this.turn) void this.loadHistory();
+  }
+
   async loadHistory(): Promise<void> {
     const threadId = this.threadId;
     try {

@@ -32,6 +32,7 @@ export function activate(context: vscode.ExtensionContext): void {
       'then run "Topic Forest: Restart Server".';
     // running: load topics; failed: clear the stale ones so only the message shows
     if (state === 'running' || state === 'failed') tree.refresh(0);
+    if (state === 'running') chat.serverStarted();
   });
 
   context.subscriptions.push(

@@ -106,6 +106,16 @@ describe('chat controller', () => {
     expect(posted.at(-1)).toEqual({ type: 'history', threadId: chat.threadId, messages: [] });
   });
 
+  it('reloads the thread when the server (re)starts, unless a turn is running', async () => {
+    const { chat, conn } = setup(() => ({ threadId: 'x', messages: [] }));
+    chat.serverStarted();
+    await new Promise((r) => setTimeout(r, 0));
+    expect(conn.sent.map((s) => s.method)).toEqual(['topicForest/threadHistory']);
+    chat.attach(undefined);
+    chat.serverStarted();
+    expect(conn.sent).toHaveLength(1);
+  });
+
   it('copies code and opens only web links', async () => {
     const { chat } = setup(() => ({}));
     await chat.handle({ type: 'copy', text: 'print(1)' });
