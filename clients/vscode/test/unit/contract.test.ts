@@ -1,5 +1,6 @@
 // The client's protocol mirror (src/protocol.ts) against the server's exported method table
 // (server/topicforest/server/protocol.json = `python -m topicforest.server.protocol --json`).
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -75,6 +76,13 @@ describe('protocol contract with the server table', { skip: table ? false : 'no 
   it('error codes match', () => {
     expect(ErrorCodes).toEqual(t.errors);
   });
+});
+
+const PYTHON = join(process.cwd(), '../../.venv/bin/python');
+
+it('the checked-in table is what the server exports now', { skip: existsSync(PYTHON) && table ? false : 'no repo .venv' }, () => {
+  const live = execFileSync(PYTHON, ['-m', 'topicforest.server.protocol', '--json'], { encoding: 'utf8' });
+  expect(JSON.parse(live)).toEqual(table);
 });
 
 it('finds the server table in the repo', () => {
