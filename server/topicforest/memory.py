@@ -27,8 +27,10 @@ from topicforest.engine.config import auto_history_budget
 from topicforest.engine.llm import load_litellm
 from topicforest.engine.render import RenderedContext, sanitize_line
 from topicforest.engine.resolver import resolve_round
-from topicforest.engine.summarize.base import Summarizer
-from topicforest.engine.summarize.cascade import build_cascade
+from topicforest.engine.summarize.base import Summarizer, SummaryRequest, SummaryResult
+from topicforest.engine.summarize.cascade import CascadeSummarizer
+from topicforest.engine.summarize.extractive import ExtractiveSummarizer
+from topicforest.engine.summarize.litellm_summarizer import LiteLLMSummarizer
 from topicforest.server.config import Settings
 from topicforest.store.binding import StoreBinding
 from topicforest.store.errors import StoreError
@@ -145,7 +147,11 @@ class WorkspaceMemory:
 
     # -- configuration ---------------------------------------------------------------------
     def _cascade(self) -> Summarizer:
-        return build_cascade(self.settings.summary_models, self.settings.api_base)
+        models = [
+            LiteLLMSummarizer(m, api_base=self.settings.api_base)
+            for m in self.settings.summary_models
+        ]
+        return CascadeSummarizer([*models, OffLoopExtractive()], offline_floor=False)
 
     def configure(self, settings: Settings, max_input_tokens: int | None = None) -> None:
         """Apply new settings; topics already formed keep their shape (new limits apply next)."""
@@ -430,6 +436,19 @@ class WorkspaceMemory:
                 self.listener.summarizing(self, stage, message, percentage)
             except Exception:
                 log.exception("progress listener failed")
+
+
+class OffLoopExtractive:
+    """The offline summarizer in a worker thread: its CPU work never holds up the event loop
+    (a round of big topics would otherwise delay the chat turns and requests arriving meanwhile)."""
+
+    name = ExtractiveSummarizer.name
+
+    def __init__(self) -> None:
+        self.inner = ExtractiveSummarizer()
+
+    async def summarize(self, request: SummaryRequest) -> SummaryResult:
+        return await asyncio.to_thread(self.inner.summarize_now, request)
 
 
 def _log_task_end(task: asyncio.Task[None]) -> None:

@@ -160,7 +160,13 @@ def main() -> int:
             fill(client, args.messages)
             stored = sum(t["messageCount"] for t in client.request(P + "listThreads")["threads"])
             print(f"stored {stored} messages in {time.perf_counter() - started:.1f} s (via chat)")
-            time.sleep(3)  # let background graduation and summaries settle
+            settled = time.perf_counter()
+            while any(t["pending"] for t in client.request(P + "listTopics", {})["topics"]):
+                if time.perf_counter() - settled > 120:
+                    print("  (summaries still pending after 120 s; measuring anyway)")
+                    break
+                time.sleep(0.2)
+            print(f"background summaries settled {time.perf_counter() - settled:.1f} s later")
 
             listing = timed(lambda: client.request(P + "listTopics", {}), args.runs)
             render = timed(
