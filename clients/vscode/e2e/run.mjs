@@ -274,6 +274,12 @@ async function main() {
     log(`after restore: status bar "${await statusText()}"`);
     await shot('05-restored');
 
+    // clicking the budget in the status bar focuses the topic tree
+    await page.locator('.part.editor').first().click({ position: { x: 400, y: 300 } });
+    await status.first().click();
+    await waitFor('the topic tree to take focus', async () => page.evaluate(() =>
+      /Topics/.test(document.activeElement?.closest('.pane')?.querySelector('.pane-header')?.textContent ?? '')), 10_000);
+
     const tP = Date.now();
     await menu(sameRow.first(), 'Preview');
     const tab = page.locator('.tabs-container .tab', { hasText: /^Topic \d+ - / });
@@ -382,8 +388,8 @@ async function main() {
     const tBack = Date.now();
     await pyInput.fill(PYTHON);
     await pyInput.press('Tab');
-    await waitFor('topics listed again', async () => (await topicRows.count()) > 0, 30_000);
-    await waitFor('the budget back in the status bar', async () => (await status.count()) > 0, 30_000);
+    await waitFor('topics listed again', async () => (await topicRows.count()) > 0, 60_000);
+    await waitFor('the budget back in the status bar', async () => (await status.count()) > 0, 60_000);
     mark('recovered', tBack);
     await shot('11-recovered');
     timings.total = Date.now() - t0;

@@ -49,6 +49,7 @@ export class ServerManager implements Connection, vscode.Disposable {
   private readonly stateEmitter = new vscode.EventEmitter<ServerState>();
   private current: ServerState = 'stopped';
   private starting: Promise<void> | undefined;
+  private restarts: Promise<void> = Promise.resolve();
   readonly onDidChangeState = this.stateEmitter.event;
 
   constructor(private readonly log: vscode.LogOutputChannel, private readonly deps: ServerDeps) {}
@@ -67,9 +68,14 @@ export class ServerManager implements Connection, vscode.Disposable {
     return this.starting;
   }
 
-  async restart(): Promise<void> {
-    await this.stop();
-    await this.start();
+  /** Restarts run one after another, each after any start in flight, so the last one wins. */
+  restart(): Promise<void> {
+    this.restarts = this.restarts.catch(() => undefined).then(async () => {
+      if (this.starting) await this.starting;
+      await this.stop();
+      await this.start();
+    });
+    return this.restarts;
   }
 
   async stop(): Promise<void> {

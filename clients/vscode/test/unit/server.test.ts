@@ -110,6 +110,31 @@ describe('server manager', () => {
     expect(manager.state).toBe('running');
   });
 
+  it('a change while the previous start is still checking the interpreter still wins', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const processes: FakeProcess[] = [];
+    const manager = new ServerManager(log, {
+      create: (launch) => { const p = new FakeProcess(launch); processes.push(p); return p; },
+      // the first check (bare venv) is slow; later ones answer at once
+      checkPackage: async (python) => {
+        if (python === '/bare/python') { await gate; return 'missing-package'; }
+        return 'ok';
+      },
+      pythonExtension: () => Promise.resolve(undefined),
+    });
+    await manager.start();
+    configuration.set('topicForest.python', '/bare/python');
+    const first = manager.configurationChanged(change('topicForest.python'));
+    await new Promise((r) => setTimeout(r, 0));
+    configuration.set('topicForest.python', '/good/python');
+    const second = manager.configurationChanged(change('topicForest.python'));
+    release();
+    await Promise.all([first, second]);
+    expect(processes.map((p) => p.launch.python)).toEqual(['/venv/bin/python', '/good/python']);
+    expect(manager.state).toBe('running');
+  });
+
   it('other setting changes are pushed as didChangeConfiguration without a restart', async () => {
     const { manager, processes } = setup();
     await manager.start();
