@@ -44,6 +44,7 @@ SYSTEM_PROMPT = (
 CHAT_TIMEOUT = 120.0  # seconds for the whole model call
 MAX_ROUNDS = 20  # summary rounds per wake-up; a failing provider cannot spin the loop forever
 IDLE_SECONDS = 2.0  # quiet time after which topics below the summary batch size are summarized
+CLOSE_TIMEOUT = 5.0  # seconds close() waits for the maintenance task
 ProgressStage = Literal["begin", "report", "end"]
 
 
@@ -339,10 +340,11 @@ class WorkspaceMemory:
 
     async def close(self) -> None:
         self._closed = True
+        self._wake.set()  # the loop also ends on its own if a cancellation gets lost
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            # Bounded: on Python 3.11 a cancel that lands as a wait ends can be swallowed.
+            await asyncio.wait({self._task}, timeout=CLOSE_TIMEOUT)
             self._task = None
         if self.binding is not None:
             await self.binding.close(list(self.thread_messages))
@@ -370,15 +372,18 @@ class WorkspaceMemory:
         self.kick()
 
     async def _run(self) -> None:
-        while True:
+        while not self._closed:
             # While topics wait for a full summary batch, a quiet spell summarizes them anyway.
             idle = self.idle_seconds if self.window.dirty_topic_ids() else None
             try:
-                await asyncio.wait_for(self._wake.wait(), idle)
+                async with asyncio.timeout(idle):
+                    await self._wake.wait()
                 force = False
             except TimeoutError:
                 force = True
             self._wake.clear()
+            if self._closed:
+                return
             try:
                 await self.maintain(force=force)
             except Exception:  # keep serving; the next append retries

@@ -1,0 +1,61 @@
+"""WorkspaceMemory without a server: background upkeep, events, and a close that never hangs."""
+
+from __future__ import annotations
+
+import asyncio
+
+from topicforest.memory import ProgressStage, WorkspaceMemory
+from topicforest.server.config import Settings
+
+from .conftest import SAMPLE
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.changes: list[tuple[str, list[int] | None]] = []
+        self.progress: list[ProgressStage] = []
+
+    def topics_changed(self, memory: WorkspaceMemory, reason: str, ids: list[int] | None) -> None:
+        self.changes.append((reason, ids))
+
+    def summarizing(
+        self, memory: WorkspaceMemory, stage: ProgressStage, message: str, percentage: int
+    ) -> None:
+        self.progress.append(stage)
+
+
+async def test_upkeep_graduates_and_summarizes_in_the_background() -> None:
+    events = Recorder()
+    memory = WorkspaceMemory("k", Settings(history_budget=512), listener=events, persist=False)
+    memory.idle_seconds = 0.05
+    memory.start()
+    try:
+        for role, text in SAMPLE[:30]:
+            memory.append("t", role, text)
+        assert memory.window.dirty_topic_ids() == []  # nothing graduates inside append
+
+        async def settled() -> None:
+            while not memory.topics() or memory.window.dirty_topic_ids():
+                await asyncio.sleep(0.01)
+
+        await asyncio.wait_for(settled(), 10)
+        assert all(t.summary for t in memory.topics())
+        reasons = {reason for reason, _ in events.changes}
+        assert {"graduated", "summarized"} <= reasons
+        assert events.progress[0] == "begin" and events.progress[-1] == "end"
+        assert [m.content for m in memory.history("t")] == [text for _, text in SAMPLE[:30]]
+    finally:
+        await memory.close()
+
+
+async def test_close_never_hangs_whatever_the_loop_was_doing() -> None:
+    # Regression: on Python 3.11 a cancel landing as `wait_for` finished was swallowed and close()
+    # waited forever. Close at many points of the upkeep cycle.
+    for i in range(100):
+        memory = WorkspaceMemory("k", Settings(history_budget=256), persist=False)
+        memory.idle_seconds = 0.001
+        memory.start()
+        memory.append("t", "user", f"store/db.py uses sqlite WAL, attempt {i}")
+        await asyncio.sleep(0.0005 * (i % 7))
+        await asyncio.wait_for(memory.close(), 2)
+        assert memory._task is None
