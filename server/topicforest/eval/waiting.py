@@ -14,7 +14,6 @@ path is measured with the wall clock from receiving the message to starting the 
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,7 +30,6 @@ from topicforest.eval.dataset import Conversation
 from topicforest.eval.systems import THREAD, CountingSummarizer, too_big
 
 CHAT_MODEL = "openai/stub-chat"
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -101,19 +99,8 @@ async def wait_topic_forest(
             await asyncio.sleep(think)
         turns = list(memory.critical_path)
     finally:
-        await _close(memory)
+        await memory.close()
     return WaitTrace(turns, counting.cost.calls, counting.durations)
-
-
-async def _close(memory: Any) -> None:
-    """Close, bounded: on Python 3.11, cancelling a task parked in `asyncio.wait_for` can be lost
-    when a wake-up lands in the same loop iteration, and `WorkspaceMemory.close` then waits
-    forever (reported to the server owner). Let maintenance settle first, and never hang."""
-    await asyncio.sleep(0.05)
-    closing = asyncio.ensure_future(memory.close())
-    done, _ = await asyncio.wait({closing}, timeout=5)
-    if not done:
-        log.warning("WorkspaceMemory.close did not finish; leaving its task behind")
 
 
 async def wait_flat(
