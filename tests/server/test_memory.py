@@ -38,7 +38,7 @@ async def test_upkeep_graduates_and_summarizes_in_the_background() -> None:
             while not memory.topics() or memory.window.dirty_topic_ids():
                 await asyncio.sleep(0.01)
 
-        await asyncio.wait_for(settled(), 10)
+        await asyncio.wait_for(settled(), 30)
         assert all(t.summary for t in memory.topics())
         reasons = {reason for reason, _ in events.changes}
         assert {"graduated", "summarized"} <= reasons
