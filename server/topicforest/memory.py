@@ -137,6 +137,8 @@ class WorkspaceMemory:
         self.active_file: str | None = None
         self.critical_path: deque[float] = deque(maxlen=1000)  # seconds, chat receive -> model
         self.idle_seconds = IDLE_SECONDS
+        self._changes = 0  # bumped by every change that can alter a render
+        self._used: tuple[tuple[int, int, str | None], int] | None = None
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closed = False
@@ -161,6 +163,7 @@ class WorkspaceMemory:
         self.window.config = window_config(settings, self.max_input_tokens)
         if self._fixed_summarizer is None:
             self.summarizer = self._cascade()
+        self._changes += 1
         self.kick()
 
     # -- mutations (persistence points) ----------------------------------------------------
@@ -172,6 +175,7 @@ class WorkspaceMemory:
             raise StoreError(self.store_error)
         message = self.window.append(thread_id, role, content, cancelled=cancelled)
         self.thread_messages.setdefault(thread_id, []).append(message.id)
+        self._changes += 1
         self.kick()
         return message
 
@@ -219,6 +223,13 @@ class WorkspaceMemory:
         return self.window.render(
             query=query, active_file=active_file or self.active_file, thread_id=thread_id
         )
+
+    def used_tokens(self) -> int:
+        """Tokens of the next plain render (listTopics' `used`), cached until anything changes."""
+        key = (self._changes, id(self.window), self.active_file)
+        if self._used is None or self._used[0] != key:
+            self._used = (key, self.render().tokens)
+        return self._used[1]
 
     def threads(self) -> list[ThreadInfo]:
         if self.binding is not None:
@@ -419,6 +430,7 @@ class WorkspaceMemory:
                     break
                 await asyncio.sleep(0)  # let chat turns in
         finally:
+            self._changes += 1  # the flat fallback summary may have been refreshed too
             self._progress("end", f"Summarized {len(done)} topic(s)", 100)
         return len(done)
 
@@ -429,6 +441,7 @@ class WorkspaceMemory:
         self._progress("report", f"Summarized topic {topic_id}", percentage)
 
     def _emit(self, reason: str, ids: list[int] | None) -> None:
+        self._changes += 1  # every topic change is announced here: renders may differ now
         if self.listener is not None:
             try:
                 self.listener.topics_changed(self, reason, ids)

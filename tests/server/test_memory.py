@@ -59,3 +59,36 @@ async def test_close_never_hangs_whatever_the_loop_was_doing() -> None:
         await asyncio.sleep(0.0005 * (i % 7))
         await asyncio.wait_for(memory.close(), 2)
         assert memory._task is None
+
+
+async def test_used_tokens_follow_every_change() -> None:
+    memory = WorkspaceMemory("k", Settings(history_budget=512), persist=False)
+    memory.idle_seconds = 0.05
+    memory.start()
+    try:
+        for role, text in SAMPLE[:30]:
+            memory.append("t", role, text)
+
+        def fresh() -> bool:
+            return memory.used_tokens() == memory.render().tokens
+
+        await asyncio.sleep(0)
+        while not memory.topics() or memory.window.dirty_topic_ids():
+            assert fresh()
+            await asyncio.sleep(0.01)
+        assert fresh()
+        first = memory.topics()[0].id
+        memory.drop(first)
+        assert fresh()
+        memory.restore(first)
+        assert fresh()
+        memory.pin(first)
+        assert fresh()
+        memory.expand(first)
+        assert fresh()
+        memory.active_file = "app/middleware/ratelimit.py"
+        assert fresh()
+        memory.configure(Settings(history_budget=1024))
+        assert fresh()
+    finally:
+        await memory.close()

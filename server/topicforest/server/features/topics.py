@@ -29,9 +29,9 @@ def setup(server: TopicForestServer) -> None:
 
 def list_topics(ls: TopicForestServer, p: Params) -> Params:
     memory = ls.workspaces.resolve(p["workspaceUri"])
-    used = memory.render().tokens
     topics = [topic_json(t) for t in memory.topics()]
-    return {"topics": topics, "budget": memory.window.config.history_budget, "used": used}
+    budget = memory.window.config.history_budget
+    return {"topics": topics, "budget": budget, "used": memory.used_tokens()}
 
 
 def preview_topic(ls: TopicForestServer, p: Params) -> Params:
