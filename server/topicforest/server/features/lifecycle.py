@@ -14,6 +14,7 @@ from lsprotocol import types
 
 from topicforest.memory import model_window, warm_litellm
 from topicforest.server.config import SECTION, parse_settings
+from topicforest.server.notify import TOPICS_CHANGED
 
 if TYPE_CHECKING:
     from topicforest.server.server import TopicForestServer
@@ -70,13 +71,11 @@ async def did_change_folders(
     for folder in params.event.removed:
         await ls.workspaces.remove(folder.uri)
         ls.protocol.notify(
-            "topicForest/topicsChanged", {"workspaceUri": folder.uri, "reason": "workspaceRemoved"}
+            TOPICS_CHANGED, {"workspaceUri": folder.uri, "reason": "workspaceRemoved"}
         )
     for folder in params.event.added:
         ls.workspaces.add(folder.uri)
-        ls.protocol.notify(
-            "topicForest/topicsChanged", {"workspaceUri": folder.uri, "reason": "workspaceAdded"}
-        )
+        ls.protocol.notify(TOPICS_CHANGED, {"workspaceUri": folder.uri, "reason": "workspaceAdded"})
 
 
 def apply_settings(ls: TopicForestServer, raw: Any, *, notify: bool = True) -> list[str]:
