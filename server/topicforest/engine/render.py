@@ -326,15 +326,18 @@ def _recall(window: ContextWindow, qvec: Counter[str], room: int) -> dict[int, l
     """The originals most relevant to the query, by topic, within `room` tokens."""
     if not qvec or room <= 0:
         return {}
+    forest = window.forest
+    hits = [
+        (message_id, forest.find(message_id))
+        for message_id, _ in window.recall.search(qvec, window.embedder.idf)
+        if message_id in forest
+    ]
+    hits = [(m, r) for m, r in hits if not forest.root(r).dropped and r not in window.expanded]
+    messages = window.log.get_many(m for m, _ in hits)  # one fetch: the log may be on disk
     chosen: dict[int, list[Recalled]] = {}
     used = 0
-    for message_id, _ in window.recall.search(qvec, window.embedder.idf):
-        if message_id not in window.forest:
-            continue
-        root = window.forest.find(message_id)
-        if window.forest.root(root).dropped or root in window.expanded:
-            continue
-        line = quote_message(window.log.get(message_id))
+    for (message_id, root), message in zip(hits, messages, strict=True):
+        line = quote_message(message)
         cost = window.count(line) + 1
         if used + cost > room:
             continue
@@ -352,23 +355,23 @@ def _best_members(
     idf = window.embedder.idf
     qnorm = norm_sq(qvec, idf) if qvec else 0.0
     order = {m: i for i, m in enumerate(candidates)}
+    pool = candidates if qnorm else candidates[-64:]  # without a query, recency decides
+    messages = {m.id: m for m in window.log.get_many(pool)}  # one fetch: the log may be on disk
 
     def relevance(mid: int) -> tuple[float, int]:
         if not qnorm:
             return (0.0, order[mid])
         terms = window.pending_terms.get(mid)
         if terms is None:
-            terms = extract(window.log.get(mid).content).terms
+            terms = extract(messages[mid].content).terms
         vnorm = norm_sq(terms, idf)
         dot = sum(c * terms.get(t, 0) * idf.get(t, 0.0) ** 2 for t, c in qvec.items())
         return (dot / ((qnorm * vnorm) ** 0.5) if vnorm else 0.0, order[mid])
 
-    pool = candidates if qnorm else candidates[-64:]  # without a query, recency decides
     chosen: list[int] = []
     used = 0
     for mid in sorted(pool, key=relevance, reverse=True):
-        message = window.log.get(mid)
-        cost = message.tokens + 4  # quote prefixes and role label
+        cost = messages[mid].tokens + 4  # quote prefixes and role label
         if used + cost > room:
             continue
         chosen.append(mid)

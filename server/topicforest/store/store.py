@@ -13,6 +13,7 @@ import os
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -261,8 +262,11 @@ class Store:
 class SqliteMessageLog:
     """The engine's MessageLog on SQLite: message text stays on disk, not in RAM."""
 
+    CACHE_SIZE = 4096  # messages never change once stored, so recent reads can be kept
+
     def __init__(self, store: Store) -> None:
         self._store = store
+        self._cache: OrderedDict[int, Message] = OrderedDict()
 
     def next_id(self) -> int:
         store = self._store
@@ -299,21 +303,31 @@ class SqliteMessageLog:
         return self.get_many([message_id])[0]
 
     def get_many(self, message_ids: Iterable[int]) -> list[Message]:
-        ids = list(message_ids)
-        if not ids:
-            return []
-        rows = self._store._read(
-            lambda: self._store.conn.execute(
-                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id IN"
-                " (SELECT value FROM json_each(?))",
-                (json.dumps(ids),),
-            ).fetchall()
-        )
-        found = {row[0]: row_to_message(row) for row in rows}
+        with self._store._lock:  # the cache is shared with worker threads
+            return self._get_many(list(message_ids))
+
+    def _get_many(self, ids: list[int]) -> list[Message]:
+        cache = self._cache
+        missing = [i for i in ids if i not in cache]
+        if missing:
+            rows = self._store._read(
+                lambda: self._store.conn.execute(
+                    f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id IN"
+                    " (SELECT value FROM json_each(?))",
+                    (json.dumps(missing),),
+                ).fetchall()
+            )
+            for row in rows:
+                cache[row[0]] = row_to_message(row)
         try:
-            return [found[i] for i in ids]
+            found = [cache[i] for i in ids]
         except KeyError as exc:
             raise KeyError(f"message {exc.args[0]} is not in the store") from None
+        for i in ids:
+            cache.move_to_end(i)
+        while len(cache) > self.CACHE_SIZE:
+            cache.popitem(last=False)
+        return found
 
     def __len__(self) -> int:
         return self._store.message_count()
