@@ -94,7 +94,8 @@ def main() -> int:
 
     with ThreadedStubLLM(chunks=5) as stub, tempfile.TemporaryDirectory() as folder:
         stub.script(*[text for role, text in turns if role == "assistant"])
-        client = StdioClient(env=stub.env)
+        # Summaries settle after 1 s of quiet rather than a minute, so the demo need not wait.
+        client = StdioClient(env={**stub.env, "TOPICFOREST_SETTLE_SECONDS": "1"})
         try:
             started = time.perf_counter()
             client.initialize(

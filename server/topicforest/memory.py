@@ -43,7 +43,9 @@ SYSTEM_PROMPT = (
 )
 CHAT_TIMEOUT = 120.0  # seconds for the whole model call
 MAX_ROUNDS = 20  # summary rounds per wake-up; a failing provider cannot spin the loop forever
-IDLE_SECONDS = 2.0  # quiet time after which topics below the summary batch size are summarized
+IDLE_SECONDS = 2.0  # quiet time after which topics with no summary yet get their first one
+SETTLE_SECONDS = 60.0  # quiet time after which every topic's summary is brought up to date
+SETTLE_ENV = "TOPICFOREST_SETTLE_SECONDS"  # override, for tests and impatient demos
 CLOSE_TIMEOUT = 5.0  # seconds close() waits for the maintenance task
 ProgressStage = Literal["begin", "report", "end"]
 
@@ -98,6 +100,14 @@ def window_config(settings: Settings, max_input_tokens: int | None = None) -> Wi
     )
 
 
+def settle_seconds() -> float:
+    try:
+        return max(0.0, float(os.environ.get(SETTLE_ENV, SETTLE_SECONDS)))
+    except ValueError:
+        log.warning("ignoring %s: not a number of seconds", SETTLE_ENV)
+        return SETTLE_SECONDS
+
+
 def secret_values() -> list[str]:
     """Values of environment variables that look like credentials (to keep them out of text)."""
     pattern = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
@@ -137,6 +147,7 @@ class WorkspaceMemory:
         self.active_file: str | None = None
         self.critical_path: deque[float] = deque(maxlen=1000)  # seconds, chat receive -> model
         self.idle_seconds = IDLE_SECONDS
+        self.settle_seconds = settle_seconds()
         self._changes = 0  # bumped by every change that can alter a render
         self._used: tuple[tuple[int, int, str | None], int] | None = None
         self._wake = asyncio.Event()
@@ -383,35 +394,39 @@ class WorkspaceMemory:
         self.kick()
 
     async def _run(self) -> None:
+        quiet = 0.0  # seconds since the last append woke us
         while not self._closed:
-            # While topics wait for a full summary batch, a quiet spell summarizes them anyway.
-            idle = self.idle_seconds if self.window.dirty_topic_ids() else None
+            # While topics wait for a full summary batch, quiet spells summarize them anyway:
+            # a short one gives new topics their first summary, a long one settles everything.
+            wait = self.idle_seconds if self.window.dirty_topic_ids() else None
             try:
-                async with asyncio.timeout(idle):
+                async with asyncio.timeout(wait):
                     await self._wake.wait()
-                force = False
+                quiet = 0.0
             except TimeoutError:
-                force = True
+                quiet += wait or 0.0
             self._wake.clear()
             if self._closed:
                 return
             try:
-                await self.maintain(force=force)
+                await self.maintain(idle=quiet > 0, settle=quiet >= self.settle_seconds)
             except Exception:  # keep serving; the next append retries
                 log.exception("maintenance of %s failed", self.key)
 
-    async def maintain(self, *, force: bool = False) -> None:
-        """Graduate overflow into the forest, then summarize topics that are due (all: `force`)."""
+    async def maintain(self, *, idle: bool = False, settle: bool = False) -> None:
+        """Graduate overflow into the forest, then summarize topics that are due (`idle`: the
+        user paused, so topics with no summary yet get their first one; `settle`: long quiet,
+        every dirty topic)."""
         if self.binding is not None and not self.binding.maintainer:
             return  # another window holds the maintenance lease
         moved = self.window.graduate()
         if moved:
             roots = {self.window.forest.find(m.id) for m in moved}
             self._emit("graduated", sorted(roots))
-        await self.summarize_dirty(force=force)
+        await self.summarize_dirty(idle=idle, settle=settle)
 
-    async def summarize_dirty(self, *, force: bool = False) -> int:
-        jobs = self.window.summary_jobs(force=force)
+    async def summarize_dirty(self, *, idle: bool = False, settle: bool = False) -> int:
+        jobs = self.window.summary_jobs(idle=idle, force=settle)
         if not jobs:
             return 0
         total = len(jobs)
@@ -422,7 +437,8 @@ class WorkspaceMemory:
                 report = await resolve_round(
                     self.window,
                     self.summarizer,
-                    force=force,
+                    idle=idle,
+                    force=settle,
                     on_applied=lambda job, result: self._summarized(job.topic_id, done, total),
                 )
                 attempted = report.applied + report.stale + report.failed

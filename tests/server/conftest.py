@@ -24,7 +24,13 @@ from topicforest.server.protocol import PREFIX
 from topicforest.testing.stub_llm import STUB_API_KEY, ThreadedStubLLM
 
 SERVER = [sys.executable, "-m", "topicforest", "serve"]
-SERVER_ENV = {**os.environ, "OPENAI_API_KEY": STUB_API_KEY, "PYTHONUNBUFFERED": "1"}
+# Summaries settle after 2 s of quiet instead of a minute, so tests see them soon.
+SERVER_ENV = {
+    **os.environ,
+    "OPENAI_API_KEY": STUB_API_KEY,
+    "PYTHONUNBUFFERED": "1",
+    "TOPICFOREST_SETTLE_SECONDS": "2",
+}
 CAPABILITIES = types.ClientCapabilities(
     window=types.WindowClientCapabilities(work_done_progress=True),
     workspace=types.WorkspaceClientCapabilities(workspace_folders=True, configuration=False),

@@ -28,6 +28,7 @@ async def test_upkeep_graduates_and_summarizes_in_the_background() -> None:
     events = Recorder()
     memory = WorkspaceMemory("k", Settings(history_budget=512), listener=events, persist=False)
     memory.idle_seconds = 0.05
+    memory.settle_seconds = 0.2
     memory.start()
     try:
         for role, text in SAMPLE[:30]:
@@ -64,6 +65,7 @@ async def test_close_never_hangs_whatever_the_loop_was_doing() -> None:
 async def test_used_tokens_follow_every_change() -> None:
     memory = WorkspaceMemory("k", Settings(history_budget=512), persist=False)
     memory.idle_seconds = 0.05
+    memory.settle_seconds = 0.2
     memory.start()
     try:
         for role, text in SAMPLE[:30]:

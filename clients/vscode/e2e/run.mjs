@@ -80,6 +80,7 @@ async function startStub() {
 // ---------------------------------------------------------------- code-server
 const csEnv = {
   ...process.env, OPENAI_API_KEY: STUB_KEY, VSCODE_CLI: '1', TMPDIR: dirs.tmp,
+  TOPICFOREST_SETTLE_SECONDS: '2', // summaries settle after 2 s of quiet, not a minute
   XDG_CONFIG_HOME: dirs['xdg/config'], XDG_DATA_HOME: dirs['xdg/data'], XDG_CACHE_HOME: dirs['xdg/cache'],
 };
 const csConfig = path.join(RUN, 'cs-config.yaml');

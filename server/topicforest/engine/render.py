@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Literal
 from topicforest.engine.embedding import extract, norm_sq
 from topicforest.engine.messages import Message
 from topicforest.engine.summarize.base import quote
-from topicforest.engine.summarize.extractive import LEAD, Digest
+from topicforest.engine.summarize.extractive import Digest
 from topicforest.engine.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -279,7 +279,7 @@ def _topic_block(
                 digest = window.summary_digests[key] = Digest(
                     summary.text if summary else None, messages
                 )
-            parts.append(quote(LEAD + digest.select(room - 2 - count(LEAD), RENDER_SENTENCE_SHARE)))
+            parts.append(quote(digest.summary(room - 2, RENDER_SENTENCE_SHARE)))
     body = "\n".join(parts)
     mode: Mode = ("summary+messages" if dirty else "summary") if summary else "messages"
     shown = sorted([*ids, *recalled_ids])
@@ -312,7 +312,7 @@ def fit_summary(window: ContextWindow, root: int, text: str, room: int) -> str:
         if len(window.summary_digests) > 4 * window.config.max_topics + 64:
             window.summary_digests.clear()
         digest = window.summary_digests[key] = Digest(text, ())
-    return LEAD + digest.select(room - 2 - window.count(LEAD), RENDER_SENTENCE_SHARE)
+    return digest.summary(room - 2, RENDER_SENTENCE_SHARE)
 
 
 @dataclass(frozen=True)

@@ -30,10 +30,11 @@ async def resolve_round(
     summarizer: Summarizer,
     *,
     force: bool = False,
+    idle: bool = False,
     concurrency: int = 4,
     on_applied: Callable[[SummaryJob, SummaryResult], None] | None = None,
 ) -> RoundReport:
-    """Summarize every dirty topic once; returns what happened."""
+    """Summarize every topic that is due once (see `ContextWindow.summary_jobs`)."""
     report = RoundReport()
     gate = asyncio.Semaphore(concurrency)
 
@@ -52,7 +53,8 @@ async def resolve_round(
         else:
             report.stale += 1
 
-    await asyncio.gather(*(run(job) for job in window.summary_jobs(force=force)))
+    jobs = window.summary_jobs(force=force, idle=idle)
+    await asyncio.gather(*(run(job) for job in jobs))
     if window.wants_fallback:
         await refresh_fallback(window, summarizer)
     return report

@@ -36,7 +36,8 @@ from topicforest.engine.tokens import TokenCounter, estimate_tokens
 LOW_INFORMATION_TERMS = 8  # fewer distinct terms than this: a message follows its exchange
 CONTINUITY_BONUS = 0.05
 SUMMARY_OVERSIZE = 3  # summaries keep more than a render share; render cuts them to fit
-MAX_JOB_TOKENS = 6000  # source tokens per summarize call; bigger backlogs take several rounds
+MAX_JOB_TOKENS = 6000
+MIN_SUMMARY_TOKENS = 40  # source tokens per summarize call; bigger backlogs take several rounds
 
 
 @dataclass(slots=True)
@@ -350,14 +351,16 @@ class ContextWindow:
         return summary is None or summary.version != self.forest.version(root)
 
     def summary_jobs(
-        self, target_tokens: int | None = None, *, force: bool = False
+        self, target_tokens: int | None = None, *, force: bool = False, idle: bool = False
     ) -> list[SummaryJob]:
         """One job per dirty live topic: its previous summary plus members not yet covered.
 
         A topic waits until its not-yet-summarized messages reach `summary_batch_tokens` (render
         shows them verbatim meanwhile): summarizing after every message would pay for the
         previous summary again each time and, with a size-limited summarizer, wear it down.
-        `force` takes every dirty topic (idle workspace, evaluation end).
+        `idle` (the user paused) also takes topics with no summary yet once they hold half a
+        batch: a first summary re-pays nothing. `force` takes every dirty topic (tests, the end
+        of an evaluation).
         """
         jobs = []
         for root in self.forest.live_roots():
@@ -370,7 +373,10 @@ class ContextWindow:
                 summary.version = self.forest.version(root)
                 continue
             pending = self.log.get_many(fresh)
-            if not force and sum(m.tokens for m in pending) < self.config.summary_batch_tokens:
+            size = sum(m.tokens for m in pending)
+            batch_size = self.config.summary_batch_tokens
+            due = force or size >= batch_size or (idle and not summary and size >= batch_size // 2)
+            if not due:
                 continue
             batch: list[Message] = []
             size = 0
@@ -382,7 +388,11 @@ class ContextWindow:
             request = SummaryRequest(
                 messages=tuple(batch),
                 previous_summary=summary.text if summary else None,
-                target_tokens=target_tokens or self.summary_target(),
+                # never longer than half of what it summarizes
+                target_tokens=min(
+                    target_tokens or self.summary_target(),
+                    max(MIN_SUMMARY_TOKENS, (size + (summary.tokens if summary else 0)) // 2),
+                ),
             )
             jobs.append(
                 SummaryJob(root, self.forest.version(root), request, tuple(m.id for m in batch))

@@ -118,12 +118,12 @@ def _message(conv: Conversation, index: int, count: TokenCounter) -> Message:
     )
 
 
-async def maintain(window: ContextWindow, summarizer: Summarizer, *, force: bool = False) -> None:
+async def maintain(window: ContextWindow, summarizer: Summarizer, *, idle: bool = False) -> None:
     """WorkspaceMemory.maintain without the notifications: graduate, then summarize the topics
-    that are due (`force`: every dirty topic, as after the memory's idle time)."""
+    that are due (`idle`: as after the memory's idle time)."""
     window.graduate()
     for _ in range(MAX_ROUNDS):
-        report = await resolve_round(window, summarizer, force=force)
+        report = await resolve_round(window, summarizer, idle=idle)
         attempted = report.applied + report.stale + report.failed
         if attempted == 0 or (report.applied == 0 and report.failed):
             return
@@ -155,7 +155,7 @@ async def run_topic_forest(
             fallbacks += rendered.fallback
         await maintain(window, counting)
         if idle_after_reply and m.role == "assistant":
-            await maintain(window, counting, force=True)
+            await maintain(window, counting, idle=True)
 
     final = window.render(thread_id=THREAD)
     by_fact = {}

@@ -394,10 +394,10 @@ class StoredWindow(ContextWindow):
             super().collapse(topic_id)
 
     def summary_jobs(
-        self, target_tokens: int | None = None, *, force: bool = False
+        self, target_tokens: int | None = None, *, force: bool = False, idle: bool = False
     ) -> list[SummaryJob]:
         with self.store.transaction():
-            return super().summary_jobs(target_tokens, force=force)
+            return super().summary_jobs(target_tokens, force=force, idle=idle)
 
     def apply_summary(self, job: SummaryJob, result: SummaryResult) -> bool:
         with self.store.transaction():

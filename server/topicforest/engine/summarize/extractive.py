@@ -8,6 +8,7 @@ yet covered. Fenced code is never copied as a block; only its lines that name th
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 
 from topicforest.engine.embedding import is_file_path, is_symbol
@@ -59,7 +60,7 @@ def _sentences(text: str) -> list[str]:
 
 
 SENTENCE_SHARE = 0.5
-LEAD = "I asked you about: "
+LEAD = "I asked you about"
 
 
 class Digest:
@@ -67,8 +68,8 @@ class Digest:
 
     def __init__(self, previous_summary: str | None, messages: Sequence[Message]) -> None:
         units: list[tuple[str, str]] = []  # (speaker prefix, sentence)
-        if previous_summary:
-            units += [("", s) for s in _sentences(previous_summary.removeprefix(LEAD))]
+        if previous_summary:  # its lead sentence is written anew below
+            units += [("", s) for s in _sentences(previous_summary) if not s.startswith(LEAD)]
         for message in messages:
             speaker = "I said" if message.role == "user" else "You said"
             units += [(speaker, s) for s in _sentences(message.content)]
@@ -85,12 +86,19 @@ class Digest:
         # every named thing, newest first: later values supersede earlier ones
         self.entities = list(reversed(dict.fromkeys(e for ents in found for e in ents)))
         self.entity_costs = [estimate_tokens(e) + 1 for e in self.entities]
+        named = Counter(e for ents in found for e in ents).most_common(3)
+        self.lead = f"{LEAD} {', '.join(e for e, _ in named)}." if named else f"{LEAD} this."
+
+    def summary(self, target_tokens: int, sentence_share: float = SENTENCE_SHARE) -> str:
+        """First person, as the user: a lead naming the topic, then `select`'s text."""
+        body = self.select(target_tokens - estimate_tokens(self.lead), sentence_share)
+        return f"{self.lead} {body}" if body else self.lead
 
     def select(self, target_tokens: int, sentence_share: float = SENTENCE_SHARE) -> str:
         """Half the room for the densest sentences, then every named thing not yet covered,
         then sentences again with what is left; sentences keep their conversation order."""
         budget = max(16, target_tokens)
-        used = estimate_tokens(LEAD)
+        used = 0
         chosen: set[int] = set()
 
         def take_sentences(limit: int) -> None:
@@ -126,8 +134,8 @@ class ExtractiveSummarizer:
 
     def summarize_now(self, request: SummaryRequest) -> SummaryResult:
         """Synchronous core, also used where no event loop is running."""
-        text = Digest(request.previous_summary, request.messages).select(request.target_tokens)
-        summary = LEAD + (text or _fallback_line(request))
+        digest = Digest(request.previous_summary, request.messages)
+        summary = digest.summary(request.target_tokens) if digest.units else _fallback(request)
         return SummaryResult(
             text=summary,
             model=self.name,
@@ -136,7 +144,8 @@ class ExtractiveSummarizer:
         )
 
 
-def _fallback_line(request: SummaryRequest) -> str:
+def _fallback(request: SummaryRequest) -> str:
+    """Messages with no sentence to pick (only code, say): their first line."""
     for message in request.messages:
-        return message.content.strip().splitlines()[0][: request.target_tokens * 3]
-    return request.previous_summary or ""
+        return f"{LEAD} " + message.content.strip().splitlines()[0][: request.target_tokens * 3]
+    return request.previous_summary or f"{LEAD} nothing yet."
