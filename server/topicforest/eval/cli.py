@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-pause",
         action="store_true",
         help="quality replay: messages back to back, never idle long enough for the memory's "
-        "idle-time summaries (default: the user pauses after each reply)",
+        "idle round (default: the user pauses after each reply)",
     )
     return parser
 

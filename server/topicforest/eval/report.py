@@ -169,10 +169,11 @@ def _markdown(evaluation: Evaluation, command: str, figures: dict[str, Path]) ->
     add("   messages reached a batch); each user turn renders with the message as query.")
     if o.pause:
         add("   After each reply the user pauses longer than the memory's idle time (the usual")
-        add("   case: reading the answer takes longer than 2 s), so the idle-forced round")
-        add("   summarizes every dirty topic then.")
+        add("   case: reading the answer takes longer than 2 s), so the idle round runs then")
+        add("   (it gives topics with no summary yet their first one). No pause is long enough")
+        add("   for the memory's settle round (60 s of quiet), which is not modelled.")
     else:
-        add("   Messages come back to back (`--no-pause`): the idle-forced round never runs.")
+        add("   Messages come back to back (`--no-pause`): the idle round never runs.")
     add("   At the end it renders once with no query and once per fact with the fact's question")
     add("   as the query (the question itself is not part of the context).")
     add("2. **Flat recursive summarization** — aider's `ChatSummary` loop with the engine's")
@@ -213,9 +214,9 @@ def _markdown(evaluation: Evaluation, command: str, figures: dict[str, Path]) ->
         add(
             "Sensitivity to the user's pace: Topic Forest replayed "
             + (
-                "with a pause after each reply (idle-forced summaries)"
+                "with a pause after each reply (the memory's idle round)"
                 if other
-                else "with messages back to back (no idle-forced summaries)"
+                else "with messages back to back (no idle round)"
             )
             + ", all conversations:"
         )

@@ -140,7 +140,7 @@ async def run_topic_forest(
     """Replay `conv`; the engine's default configuration at `budget` unless `config` is given.
 
     `idle_after_reply`: the user pauses longer than the memory's idle time after each reply, so
-    every dirty topic is summarized then (WorkspaceMemory's idle-forced round)."""
+    the memory's idle round runs then (WorkspaceMemory: first summaries for new topics)."""
     counting = CountingSummarizer(summarizer)
     window = ContextWindow(config or WindowConfig(history_budget=budget), count=count)
     ids: list[int] = []
