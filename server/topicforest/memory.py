@@ -24,7 +24,7 @@ from typing import Any, Literal, Protocol
 
 from topicforest.engine import ContextWindow, Message, TopicView, WindowConfig
 from topicforest.engine.config import auto_history_budget
-from topicforest.engine.llm import load_litellm
+from topicforest.engine.llm import load_litellm, provider_kwargs
 from topicforest.engine.render import RenderedContext, sanitize_line
 from topicforest.engine.resolver import resolve_round
 from topicforest.engine.summarize.base import Summarizer, SummaryRequest, SummaryResult
@@ -306,7 +306,7 @@ class WorkspaceMemory:
                 stream_options={"include_usage": True},
                 timeout=CHAT_TIMEOUT,
                 num_retries=0,
-                **({"api_base": self.settings.api_base} if self.settings.api_base else {}),
+                **provider_kwargs(model, self.settings.api_base),
             )
             try:
                 async for chunk in stream:

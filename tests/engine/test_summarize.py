@@ -181,3 +181,13 @@ async def test_topics_gather_a_batch_before_a_summary_call() -> None:
     graduated = sum(m.tokens for m in window.log.get_many(iter(window.forest)))
     assert 0 < calls <= graduated // 400
     assert window.render(thread_id="t").tokens <= 512
+
+
+async def test_self_hosted_server_needs_no_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    async with StubLLM() as stub:
+        summarizer = LiteLLMSummarizer("openai/local", api_base=stub.base_url, timeout=5)
+        request = filled_window(budget=512).summary_jobs(force=True)[0].request
+        result = await summarizer.summarize(request)
+        assert result.model == "openai/local" and result.text
+        assert stub.calls("summary")

@@ -30,3 +30,18 @@ def max_input_tokens(model: str) -> int | None:
         return None
     value = info.get("max_input_tokens") or info.get("max_tokens")
     return int(value) if value else None
+
+
+def provider_kwargs(model: str, api_base: str | None) -> dict[str, str]:
+    """litellm arguments for reaching `model`, shared by chat and summaries.
+
+    A self-hosted OpenAI-compatible server (`openai/<name>` with an api base) usually needs no
+    key, but litellm's openai provider refuses to run without one: give it a placeholder
+    unless the environment has a real key (keys only ever come from the environment).
+    """
+    if not api_base:
+        return {}
+    kwargs = {"api_base": api_base}
+    if model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
+        kwargs["api_key"] = "no-key-needed"
+    return kwargs

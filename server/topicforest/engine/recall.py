@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 MAX_QUERY_TERMS = 12  # the rarest query terms carry nearly all the signal; bounds render cost
 COMMON_SHARE = 0.05  # terms in more than this share of messages (and more than
 COMMON_FLOOR = 16  # this many) are too common to say what a query is about
+RECENCY_BONUS = 0.5  # the newest message scores this much more than an equal, older match
 
 
 class RecallIndex:
@@ -23,6 +24,7 @@ class RecallIndex:
         self.postings: dict[str, array[int]] = {}
         self.root_lengths: dict[int, float] = {}  # message id -> sqrt(tokens), for length penalty
         self._total_root_length = 0.0
+        self._newest = 1
 
     def add(self, message_id: int, terms: Iterable[str], tokens: int) -> None:
         for term in terms:
@@ -30,6 +32,7 @@ class RecallIndex:
             if ids is None:
                 ids = self.postings[term] = array("I")
             ids.append(message_id)
+        self._newest = max(self._newest, message_id)
         root_length = math.sqrt(max(1, tokens))
         self.root_lengths[message_id] = root_length
         self._total_root_length += root_length
@@ -57,5 +60,10 @@ class RecallIndex:
             return []
         scale = 0.5 * n / self._total_root_length  # penalty 0.5 + 0.5 * sqrt(len) / mean
         lengths = self.root_lengths
-        ranked = ((mid, score / (0.5 + lengths[mid] * scale)) for mid, score in scores.items())
+        # Among equally good matches the newer wins: a later message may supersede a value.
+        newest = self._newest
+        ranked = (
+            (mid, score * (1 + RECENCY_BONUS * mid / newest) / (0.5 + lengths[mid] * scale))
+            for mid, score in scores.items()
+        )
         return heapq.nlargest(limit, ranked, key=lambda pair: pair[1])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from topicforest.engine.llm import load_litellm
+from topicforest.engine.llm import load_litellm, provider_kwargs
 from topicforest.engine.summarize.base import SUMMARIZE_PROMPT, SummaryRequest, SummaryResult
 
 
@@ -18,8 +18,7 @@ class LiteLLMSummarizer:
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         litellm = load_litellm()
         kwargs: dict[str, Any] = {"timeout": self.timeout, "num_retries": 0}
-        if self.api_base:
-            kwargs["api_base"] = self.api_base
+        kwargs.update(provider_kwargs(self.model, self.api_base))
         response = await litellm.acompletion(
             model=self.model,
             messages=[
