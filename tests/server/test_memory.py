@@ -24,15 +24,21 @@ class Recorder:
         self.progress.append(stage)
 
 
-async def test_upkeep_graduates_and_summarizes_in_the_background() -> None:
-    events = Recorder()
-    memory = WorkspaceMemory("k", Settings(history_budget=512), listener=events, persist=False)
+def busy_memory(listener: Recorder | None = None) -> WorkspaceMemory:
+    """A started memory with 30 sample messages, whose quiet spells are a fraction of a second."""
+    memory = WorkspaceMemory("k", Settings(history_budget=512), listener=listener, persist=False)
     memory.idle_seconds = 0.05
     memory.settle_seconds = 0.2
     memory.start()
+    for role, text in SAMPLE[:30]:
+        memory.append("t", role, text)
+    return memory
+
+
+async def test_upkeep_graduates_and_summarizes_in_the_background() -> None:
+    events = Recorder()
+    memory = busy_memory(events)
     try:
-        for role, text in SAMPLE[:30]:
-            memory.append("t", role, text)
         assert memory.window.dirty_topic_ids() == []  # nothing graduates inside append
 
         async def settled() -> None:
@@ -63,13 +69,8 @@ async def test_close_never_hangs_whatever_the_loop_was_doing() -> None:
 
 
 async def test_used_tokens_follow_every_change() -> None:
-    memory = WorkspaceMemory("k", Settings(history_budget=512), persist=False)
-    memory.idle_seconds = 0.05
-    memory.settle_seconds = 0.2
-    memory.start()
+    memory = busy_memory()
     try:
-        for role, text in SAMPLE[:30]:
-            memory.append("t", role, text)
 
         def fresh() -> bool:
             return memory.used_tokens() == memory.render().tokens
