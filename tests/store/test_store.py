@@ -211,7 +211,7 @@ def test_disk_full_loses_nothing_and_writes_nothing_partial(db_path: Path) -> No
     window.drop(window.topic_ids()[0])  # small changes still fit
     store.close()
     reopened = Store(db_path).open_window()
-    assert [m.id for m in reopened.all_messages(acknowledged)] == acknowledged
+    assert [m.id for m in reopened.log.get_many(acknowledged)] == acknowledged
     assert reopened.topic(reopened.topic_ids()[0]).dropped
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 STOPWORDS = frozenset(
@@ -164,12 +164,6 @@ class Embedder:
         """IDF per known term as of the current epoch; unknown terms weigh nothing."""
         return self._idf
 
-    def restore(self, df: Mapping[str, int], n_docs: int) -> None:
-        """Load persisted document frequencies."""
-        self.df = dict(df)
-        self.n_docs = n_docs
-        self._new_epoch()
-
     def cosine(self, a: Mapping[str, int], b: Mapping[str, int]) -> float:
         idf = self._idf
         denom = math.sqrt(norm_sq(a, idf) * norm_sq(b, idf))
@@ -189,6 +183,3 @@ class Embedder:
         self.df = dict(ranked[:keep])
         self.prunes += 1
         self._new_epoch()
-
-    def known(self, terms: Iterable[str]) -> bool:
-        return any(t in self.df for t in terms)

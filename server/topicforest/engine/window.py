@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from topicforest.engine.centroids import CentroidIndex
@@ -452,9 +452,6 @@ class ContextWindow:
         vnorm = norm_sq(vector, self.embedder.idf)
         scored = [(r, self.index.similarity(r, vector, vnorm)) for r in self.forest.roots()]
         return sorted((s for s in scored if s[1] > 0), key=lambda s: -s[1])[:limit]
-
-    def all_messages(self, ids: Iterable[int]) -> list[Message]:
-        return self.log.get_many(ids)
 
 
 def _exchanges(messages: list[Message]) -> list[list[Message]]:
