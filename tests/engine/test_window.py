@@ -162,3 +162,13 @@ def test_memory_block_structure_is_ours() -> None:
     window = filled_window()
     text = window.render(thread_id="main").messages[0]["content"]
     assert text.startswith(MEMORY_HEADER)
+
+
+def test_render_digest_cache_stays_bounded() -> None:
+    window = ContextWindow(WindowConfig(history_budget=256, summary_batch_tokens=10_000))
+    for i in range(300):  # topics stay dirty, so every render digests their new messages
+        window.append("t", "user", f"build_loader num_workers={i} in data/loader.py " * 4)
+        window.append("t", "assistant", f"docker shm-size {i}g for the Dockerfile image " * 4)
+        window.graduate()
+        window.render(thread_id="t")
+    assert len(window.summary_digests) <= 4 * window.config.max_topics + 65

@@ -274,11 +274,7 @@ def _topic_block(
             parts += [quote_message(m) for m in messages]
         elif room >= MIN_SUMMARY_ROOM:  # a live extractive digest of summary + new messages
             key = (root, window.forest.version(root), hash(tuple(recalled_ids)))
-            digest = window.summary_digests.get(key)
-            if digest is None:
-                digest = window.summary_digests[key] = Digest(
-                    summary.text if summary else None, messages
-                )
+            digest = _digest(window, key, summary.text if summary else None, messages)
             parts.append(quote(digest.summary(room - 2, RENDER_SENTENCE_SHARE)))
     body = "\n".join(parts)
     mode: Mode = ("summary+messages" if dirty else "summary") if summary else "messages"
@@ -306,13 +302,20 @@ def fit_summary(window: ContextWindow, root: int, text: str, room: int) -> str:
         return text
     if room < MIN_SUMMARY_ROOM:
         return ""
-    key = (root, hash(text))
+    digest = _digest(window, (root, hash(text)), text, [])
+    return digest.summary(room - 2, RENDER_SENTENCE_SHARE)
+
+
+def _digest(
+    window: ContextWindow, key: tuple[int, ...], previous: str | None, messages: list[Message]
+) -> Digest:
+    """The window's cached digest for `key`, built on first use; the cache stays small."""
     digest = window.summary_digests.get(key)
     if digest is None:
         if len(window.summary_digests) > 4 * window.config.max_topics + 64:
             window.summary_digests.clear()
-        digest = window.summary_digests[key] = Digest(text, ())
-    return digest.summary(room - 2, RENDER_SENTENCE_SHARE)
+        digest = window.summary_digests[key] = Digest(previous, messages)
+    return digest
 
 
 @dataclass(frozen=True)
