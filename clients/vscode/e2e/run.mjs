@@ -309,7 +309,13 @@ async function main() {
     await page.reload({ waitUntil: 'domcontentloaded' });
     await activity.waitFor({ state: 'visible', timeout: 120_000 });
     const again = page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
-    if (!(await again.locator('#input').isVisible().catch(() => false))) await activity.click();
+    // VS Code may restore the container open a moment after the reload; clicking the icon then
+    // would close it again. Give the restore a chance, and click only if the container is shut.
+    const chatInput = again.locator('#input');
+    await chatInput.waitFor({ timeout: 15_000 }).catch(() => undefined);
+    const containerOpen = await activity.evaluate(
+      (e) => e.closest('.action-item')?.classList.contains('checked') ?? false);
+    if (!(await chatInput.isVisible().catch(() => false)) && !containerOpen) await activity.click();
     await again.locator('.msg.user', { hasText: 'my tokenize() function uses re.match' }).first()
       .waitFor({ timeout: 60_000 });
     const restored = await again.locator('.msg').count();
