@@ -22,9 +22,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from topicforest.chat_model import ChatModel, Usage
 from topicforest.engine import ContextWindow, Message, TopicView, WindowConfig
 from topicforest.engine.config import auto_history_budget
-from topicforest.engine.llm import load_litellm, provider_kwargs
+from topicforest.engine.llm import load_litellm
 from topicforest.engine.render import RenderedContext, sanitize_line
 from topicforest.engine.resolver import resolve_round
 from topicforest.engine.summarize.base import Summarizer, SummaryRequest, SummaryResult
@@ -143,6 +144,7 @@ class WorkspaceMemory:
         self.window = window or ContextWindow(window_config(self.settings))
         self._fixed_summarizer = summarizer
         self.summarizer: Summarizer = summarizer or self._cascade()
+        self.chat_model = self._chat_model()
         self.thread_messages: dict[str, list[int]] = {}
         self.active_file: str | None = None
         self.critical_path: deque[float] = deque(maxlen=1000)  # seconds, chat receive -> model
@@ -167,6 +169,9 @@ class WorkspaceMemory:
         ]
         return CascadeSummarizer([*models, OffLoopExtractive()], offline_floor=False)
 
+    def _chat_model(self) -> ChatModel:
+        return ChatModel(self.settings.chat_model or "", self.settings.api_base, CHAT_TIMEOUT)
+
     def configure(self, settings: Settings, max_input_tokens: int | None = None) -> None:
         """Apply new settings; topics already formed keep their shape (new limits apply next)."""
         self.settings = settings
@@ -174,12 +179,24 @@ class WorkspaceMemory:
         self.window.config = window_config(settings, self.max_input_tokens)
         if self._fixed_summarizer is None:
             self.summarizer = self._cascade()
+        if (self.chat_model.model, self.chat_model.api_base) != (
+            settings.chat_model or "",
+            settings.api_base,
+        ):
+            _close_soon(self.chat_model)  # a turn still streaming from it keeps its session
+            self.chat_model = self._chat_model()
         self._changes += 1
         self.kick()
 
     # -- mutations (persistence points) ----------------------------------------------------
     def append(
-        self, thread_id: str, role: str, content: object, *, cancelled: bool = False
+        self,
+        thread_id: str,
+        role: str,
+        content: object,
+        *,
+        cancelled: bool = False,
+        wake: bool = True,
     ) -> Message:
         """Store a message verbatim (raises InvalidMessage, changing nothing) and wake upkeep."""
         if self.store_error is not None:
@@ -187,7 +204,8 @@ class WorkspaceMemory:
         message = self.window.append(thread_id, role, content, cancelled=cancelled)
         self.thread_messages.setdefault(thread_id, []).append(message.id)
         self._changes += 1
-        self.kick()
+        if wake:
+            self.kick()
         return message
 
     def drop(self, topic_id: int) -> TopicView:
@@ -288,41 +306,31 @@ class WorkspaceMemory:
                 '"openai/<name>" with `topicForest.apiBase`) and put the provider\'s API key in '
                 "the environment (for example OPENAI_API_KEY). Topics work without a model."
             )
-        user = self.append(thread_id, "user", text)
+        user = self.append(thread_id, "user", text, wake=False)
         context = self.render(query=text, active_file=active_file, thread_id=thread_id)
         messages = [{"role": "system", "content": SYSTEM_PROMPT}, *context.messages]
         parts: list[str] = []
-        usage: Any = None
+        usage: Usage | None = None
         cancelled = False
         to_model = 0.0
         try:
-            litellm = await warm_litellm()
-            to_model = time.perf_counter() - received
+            pieces = self.chat_model.stream(messages)
+            to_model = time.perf_counter() - received  # the stream's first step sends the request
             self.critical_path.append(to_model)
-            stream = await litellm.acompletion(
-                model=model,
-                messages=messages,
-                stream=True,
-                stream_options={"include_usage": True},
-                timeout=CHAT_TIMEOUT,
-                num_retries=0,
-                **provider_kwargs(model, self.settings.api_base),
-            )
-            try:
-                async for chunk in stream:
-                    usage = getattr(chunk, "usage", None) or usage
-                    delta = chunk.choices[0].delta.content if chunk.choices else None
-                    if delta:
-                        on_delta(len(parts), delta)
-                        parts.append(delta)
-            finally:
-                with contextlib.suppress(Exception):
-                    await asyncio.shield(stream.aclose())
+            async for delta, piece_usage in pieces:
+                usage = piece_usage or usage
+                if not parts:
+                    self.kick()  # the request is out: upkeep may use the CPU while the model writes
+                if delta:
+                    on_delta(len(parts), delta)
+                    parts.append(delta)
         except asyncio.CancelledError:
             cancelled = True
         except Exception as exc:
             self._store_reply(thread_id, parts, cancelled=True)  # keep what did arrive
             raise ProviderError(f"The chat model {model} failed: {short_error(exc)}") from exc
+        finally:
+            self.kick()
         reply = self._store_reply(thread_id, parts, cancelled=cancelled)
         log.debug("turn %s: %.3f ms from receipt to the model call", turn_id, 1000 * to_model)
         return ChatOutcome(
@@ -330,10 +338,8 @@ class WorkspaceMemory:
             turn_id=turn_id,
             reply="".join(parts),
             cancelled=cancelled,
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or context.tokens),
-            completion_tokens=int(
-                getattr(usage, "completion_tokens", 0) or (reply.tokens if reply else 0)
-            ),
+            prompt_tokens=(usage and usage.prompt_tokens) or context.tokens,
+            completion_tokens=(usage and usage.completion_tokens) or (reply.tokens if reply else 0),
             user_message=user,
             reply_message=reply,
             context=context,
@@ -349,9 +355,10 @@ class WorkspaceMemory:
     # -- background maintenance ------------------------------------------------------------
     def start(self) -> None:
         """Start the maintenance task (needs a running loop); idempotent."""
-        if self.persist and self.binding is None and self.store_error is None:
-            self._open_store()
+        self.open_store()
         if self._task is None and not self._closed:
+            if self.binding is not None:
+                self.binding.start(on_external=self._external_change, on_lease=self.kick)
             self._task = asyncio.get_running_loop().create_task(
                 self._run(), name=f"topicforest-maintain:{self.key}"
             )
@@ -371,8 +378,15 @@ class WorkspaceMemory:
         if self.binding is not None:
             await self.binding.close(list(self.thread_messages))
             self.binding = None
+        await self.chat_model.close()
 
     # -- persistence (store engineer) ------------------------------------------------------
+    def open_store(self) -> None:
+        """Open the workspace's store now, if this memory is stored (no running loop needed, so
+        `early` can answer from it before the server's loop exists); `start` begins its tasks."""
+        if self.persist and self.binding is None and self.store_error is None:
+            self._open_store()
+
     def _open_store(self) -> None:
         """Swap the in-memory window for the workspace's stored one; on failure keep serving
         from memory and refuse appends with the store's error (nothing is written to a bad file)."""
@@ -385,7 +399,6 @@ class WorkspaceMemory:
             log.error("%s", self.store_error)
             return
         self.window = self.binding.window
-        self.binding.start(on_external=self._external_change, on_lease=self.kick)
         log.info("memory of %s stored in %s", self.key, self.binding.store.path)
 
     def _external_change(self) -> None:
@@ -483,6 +496,14 @@ class OffLoopExtractive:
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         return await asyncio.to_thread(self.inner.summarize_now, request)
+
+
+def _close_soon(model: ChatModel) -> None:
+    """Close a replaced chat model's connections once its running turns have had time to end."""
+    with contextlib.suppress(RuntimeError):  # no running loop: it never opened a connection
+        asyncio.get_running_loop().call_later(
+            CHAT_TIMEOUT, lambda: asyncio.ensure_future(model.close())
+        )
 
 
 def _log_task_end(task: asyncio.Task[None]) -> None:

@@ -21,7 +21,7 @@ class TokenCounter(Protocol):
 def estimate_tokens(text: str) -> int:
     if text.isascii():
         return (len(text) + 2) // 3 + 1
-    ascii_chars = sum(1 for ch in text if ord(ch) < 128)
+    ascii_chars = len(text.encode("ascii", "ignore"))  # counted in C: this runs on every render
     other_bytes = len(text.encode("utf-8", "surrogatepass")) - ascii_chars
     return (ascii_chars + 2) // 3 + other_bytes + 1
 

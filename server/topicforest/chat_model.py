@@ -1,0 +1,215 @@
+"""The chat model: one streamed reply per turn, with as little as possible before the first byte.
+
+litellm resolves every model string (provider, endpoint, key) and carries every provider. For the
+OpenAI-compatible chat endpoints (OpenAI itself, `openai/<name>` with an api base, vLLM, LM
+Studio) the request is then sent by a lean aiohttp client over a kept-alive connection: the
+OpenAI SDK that litellm drives re-validates every message against its typed schema, which
+costs 3–10 ms per call and grows with the number of messages in the context — on the chat
+critical path, whose target is 10 ms p99 whatever the history length (docs/performance.md).
+Every other provider streams through `litellm.acompletion`, unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from topicforest.engine.llm import load_litellm, provider_kwargs
+
+# Providers whose chat endpoint is OpenAI's `POST {base}/chat/completions`, and the environment
+# variable litellm reads their key from.
+DIRECT_PROVIDERS = {
+    "openai": "OPENAI_API_KEY",
+    "hosted_vllm": "HOSTED_VLLM_API_KEY",
+    "lm_studio": "LM_STUDIO_API_KEY",
+}
+OPENAI_BASE = "https://api.openai.com/v1"
+ERROR_BODY_CHARS = 2000
+
+if TYPE_CHECKING:
+    import aiohttp
+
+
+class ChatModelError(Exception):
+    """The endpoint answered with an error or an unreadable stream (message safe to show once
+    redacted: it quotes the provider's own error text)."""
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
+class Route:
+    """How a configured model is reached: `url` set means the direct OpenAI-compatible path."""
+
+    model: str  # the string the user configured (litellm's form)
+    api_base: str | None
+    name: str = ""  # what the endpoint calls the model
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def resolve_route(model: str, api_base: str | None) -> Route:
+    """Ask litellm where `model` lives (imports litellm and aiohttp: call off the event loop)."""
+    import aiohttp  # noqa: F401  (imported here, off the loop, so the first turn does not pay it)
+
+    litellm = load_litellm()
+    try:
+        name, provider, key, base = litellm.get_llm_provider(model=model, api_base=api_base)
+    except Exception:  # litellm will explain it when the call is made
+        return Route(model, api_base)
+    env_key = DIRECT_PROVIDERS.get(provider)
+    if env_key is None:
+        return Route(model, api_base)
+    key = os.environ.get(env_key) or key
+    if provider == "openai":
+        base = base or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
+        if not base and not key:
+            return Route(model, api_base)  # litellm's error says which variable to set
+        base = base or OPENAI_BASE
+    if not base:
+        return Route(model, api_base)
+    headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    if provider == "openai" and os.environ.get("OPENAI_ORGANIZATION"):
+        headers["OpenAI-Organization"] = os.environ["OPENAI_ORGANIZATION"]
+    return Route(model, api_base, name, base.rstrip("/") + "/chat/completions", headers)
+
+
+class ChatModel:
+    """Streams replies from one configured model; owns its connection pool (close() it)."""
+
+    def __init__(self, model: str, api_base: str | None, timeout: float) -> None:
+        self.model = model
+        self.api_base = api_base
+        self.timeout = timeout
+        self._route: Route | None = None
+        self._session: aiohttp.ClientSession | None = None
+
+    async def route(self) -> Route:
+        if self._route is None:
+            self._route = await asyncio.to_thread(resolve_route, self.model, self.api_base)
+        return self._route
+
+    async def stream(
+        self, messages: list[dict[str, str]]
+    ) -> AsyncIterator[tuple[str | None, Usage | None]]:
+        """Yield (text delta, usage) pairs as they arrive; either may be None."""
+        route = await self.route()
+        pieces = self._direct(route, messages) if route.url else self._litellm(messages)
+        async for piece in pieces:
+            yield piece
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def _direct(
+        self, route: Route, messages: list[dict[str, str]]
+    ) -> AsyncIterator[tuple[str | None, Usage | None]]:
+        import aiohttp
+
+        assert route.url is not None
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=self.timeout), trust_env=True
+            )
+        body = {
+            "model": route.name,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        try:
+            async with self._session.post(
+                route.url, data=json.dumps(body), headers=route.headers
+            ) as response:
+                if response.status >= 400:
+                    raise ChatModelError(await _error_text(response))
+                if response.content_type == "application/json":  # a server ignoring `stream`
+                    yield _completion_piece(await response.json(content_type=None))
+                    return
+                async for line in response.content:
+                    data = line.strip()
+                    if not data.startswith(b"data:"):
+                        continue  # blank separators, comments, `event:` lines
+                    data = data[5:].strip()
+                    if data == b"[DONE]":
+                        return
+                    yield _chunk_piece(data)
+        except TimeoutError as exc:
+            raise ChatModelError(f"no complete answer within {self.timeout:g} s") from exc
+        except aiohttp.ClientError as exc:
+            raise ChatModelError(f"{route.url}: {exc}") from exc
+
+    async def _litellm(
+        self, messages: list[dict[str, str]]
+    ) -> AsyncIterator[tuple[str | None, Usage | None]]:
+        litellm = await asyncio.to_thread(load_litellm)  # imported once; cheap afterwards
+        stream = await litellm.acompletion(
+            model=self.model,
+            messages=messages,
+            stream=True,
+            stream_options={"include_usage": True},
+            timeout=self.timeout,
+            num_retries=0,
+            **provider_kwargs(self.model, self.api_base),
+        )
+        try:
+            async for chunk in stream:
+                delta = chunk.choices[0].delta.content if chunk.choices else None
+                yield delta, _usage(getattr(chunk, "usage", None))
+        finally:
+            await asyncio.shield(stream.aclose())
+
+
+def _chunk_piece(data: bytes) -> tuple[str | None, Usage | None]:
+    try:
+        event = json.loads(data)
+        if "error" in event:
+            raise ChatModelError(_error_message(event, "stream error"))
+        choices = event.get("choices") or []
+        delta = (choices[0].get("delta") or {}).get("content") if choices else None
+        return (delta if isinstance(delta, str) else None), _usage(event.get("usage"))
+    except (ValueError, AttributeError, TypeError) as exc:
+        raise ChatModelError(f"unreadable stream event: {data[:200]!r}") from exc
+
+
+def _completion_piece(body: Any) -> tuple[str | None, Usage | None]:
+    try:
+        content = body["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError) as exc:
+        raise ChatModelError("unreadable completion") from exc
+    return (content if isinstance(content, str) else None), _usage(body.get("usage"))
+
+
+def _usage(usage: Any) -> Usage | None:
+    if not usage:
+        return None
+    get = usage.get if isinstance(usage, dict) else lambda key: getattr(usage, key, 0)
+    return Usage(int(get("prompt_tokens") or 0), int(get("completion_tokens") or 0))
+
+
+async def _error_text(response: aiohttp.ClientResponse) -> str:
+    text = (await response.text(errors="replace"))[:ERROR_BODY_CHARS]
+    try:
+        detail = _error_message(json.loads(text), text)
+    except ValueError:
+        detail = text.strip() or response.reason or ""
+    return f"HTTP {response.status}: {detail}"
+
+
+def _error_message(body: Any, default: str) -> str:
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict):
+        return str(error.get("message") or default)
+    return str(error or default)

@@ -1,0 +1,128 @@
+"""The chat model client: routes resolved by litellm, the direct OpenAI-compatible stream and the
+litellm stream give the same reply, and every failure is a clear error (against the loopback stub).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+
+from topicforest.chat_model import ChatModel, ChatModelError, Usage, resolve_route
+from topicforest.testing.stub_llm import STUB_API_KEY, StubLLM
+
+QUESTION = [{"role": "user", "content": "Why does data/loader.py call build_loader twice?"}]
+
+
+@pytest.fixture
+async def stub(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[StubLLM]:
+    monkeypatch.setenv("OPENAI_API_KEY", STUB_API_KEY)
+    async with StubLLM(chunks=5) as server:
+        yield server
+
+
+async def reply_of(model: ChatModel) -> tuple[str, Usage | None]:
+    parts, usage = [], None
+    try:
+        async for delta, piece_usage in model.stream(QUESTION):
+            parts.append(delta or "")
+            usage = piece_usage or usage
+    finally:
+        await model.close()
+    return "".join(parts), usage
+
+
+def test_litellm_decides_which_models_take_the_direct_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    local = resolve_route("openai/qwen-coder", "http://127.0.0.1:8000/v1/")
+    assert local.url == "http://127.0.0.1:8000/v1/chat/completions"
+    assert local.name == "qwen-coder" and local.headers["Authorization"] == "Bearer sk-test"
+    hosted = resolve_route("gpt-4o-mini", None)
+    assert hosted.url == "https://api.openai.com/v1/chat/completions"
+    assert resolve_route("hosted_vllm/llama", "http://gpu:8000/v1").url is not None
+    # Providers with their own wire format, and models litellm cannot place, stay with litellm.
+    assert resolve_route("anthropic/claude-3-5-haiku-latest", None).url is None
+    assert resolve_route("no-such-model-anywhere", None).url is None
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    assert resolve_route("gpt-4o-mini", None).url is None  # litellm says which key is missing
+    assert "Authorization" not in resolve_route("openai/local", "http://127.0.0.1:1/v1").headers
+
+
+async def test_direct_and_litellm_streams_agree(stub: StubLLM) -> None:
+    direct = ChatModel("openai/stub-chat", stub.base_url, timeout=10)
+    assert (await direct.route()).url is not None
+    via_litellm = ChatModel("custom_openai/stub-chat", stub.base_url, timeout=10)
+    assert (await via_litellm.route()).url is None
+
+    first, first_usage = await reply_of(direct)
+    second, second_usage = await reply_of(via_litellm)
+    assert first == second == stub.requests[0].reply and first
+    assert (
+        first_usage
+        == second_usage
+        == Usage(stub.requests[0].prompt_tokens, stub.requests[0].completion_tokens)
+    )
+    sent = stub.requests[0]
+    assert sent.model == "stub-chat" and sent.stream and sent.messages == QUESTION
+
+
+@pytest.mark.parametrize(
+    ("fault", "expected"),
+    [("status", "HTTP 429: slow down"), ("broken_sse", "payload"), ("hang", "within 0.5 s")],
+)
+async def test_direct_failures_are_clear_errors(stub: StubLLM, fault: str, expected: str) -> None:
+    stub.config.hang_seconds = 5
+    stub.fail_kind("chat", fault, status=429, message="slow down")  # type: ignore[arg-type]
+    model = ChatModel("openai/stub-chat", stub.base_url, timeout=0.5 if fault == "hang" else 10)
+    with pytest.raises(ChatModelError) as info:
+        await reply_of(model)
+    assert expected in str(info.value)
+
+
+async def test_a_server_that_ignores_stream_still_answers(
+    aiohttp_json_server: str,
+) -> None:
+    reply, usage = await reply_of(ChatModel("openai/plain", aiohttp_json_server, timeout=10))
+    assert reply == "plain answer" and usage == Usage(7, 2)
+
+
+async def test_unreadable_events_are_errors_not_silence(aiohttp_json_server: str) -> None:
+    with pytest.raises(ChatModelError, match="unreadable stream event"):
+        await reply_of(ChatModel("openai/garbled", aiohttp_json_server, timeout=10))
+
+
+@pytest.fixture
+async def aiohttp_json_server() -> AsyncIterator[str]:
+    """An endpoint that answers `plain` with a JSON completion and `garbled` with a bad event."""
+
+    async def completions(request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        if body["model"] == "plain":
+            return web.json_response(
+                {
+                    "choices": [{"message": {"role": "assistant", "content": "plain answer"}}],
+                    "usage": {"prompt_tokens": 7, "completion_tokens": 2},
+                }
+            )
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(b"data: {not json\n\n")
+        await response.write_eof()
+        return response
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", completions)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        await runner.cleanup()
