@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from topicforest.chat_model import ChatModel
 from topicforest.engine.config import WindowConfig
-from topicforest.engine.llm import load_litellm
 from topicforest.engine.messages import Message
 from topicforest.engine.summarize.base import Summarizer
 from topicforest.engine.summarize.flat import summarize_flat
@@ -50,20 +50,11 @@ class ChatStub:
 async def _chat(chat: ChatStub, messages: list[dict[str, str]], reply: str) -> str:
     """One streamed chat call, the way the server makes it."""
     chat.script(reply)
-    litellm = load_litellm()
-    stream = await litellm.acompletion(
-        model=CHAT_MODEL,
-        api_base=chat.base_url,
-        messages=messages,
-        stream=True,
-        num_retries=0,
-        timeout=60,
-    )
-    parts = []
-    async for chunk in stream:
-        if chunk.choices and chunk.choices[0].delta.content:
-            parts.append(chunk.choices[0].delta.content)
-    return "".join(parts)
+    model = ChatModel(CHAT_MODEL, chat.base_url, timeout=60)
+    try:
+        return "".join([delta async for delta, _ in model.stream(messages) if delta])
+    finally:
+        await model.close()
 
 
 def _exchanges(conv: Conversation) -> list[tuple[str, str | None]]:
