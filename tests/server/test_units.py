@@ -109,7 +109,7 @@ def run_python(code: str) -> subprocess.CompletedProcess[bytes]:
 def test_stray_prints_cannot_reach_the_json_rpc_channel() -> None:
     done = run_python(
         "import os, sys\n"
-        "from topicforest.server.logbridge import protect_stdout\n"
+        "from topicforest.server.stdio import protect_stdout\n"
         "_, rpc = protect_stdout()\n"
         "print('stray print')\n"
         "os.write(1, b'stray fd write\\n')\n"

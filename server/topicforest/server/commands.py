@@ -31,12 +31,14 @@ def register(subparsers: Any) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
-    from topicforest.server import app  # imported late: `topicforest --help` stays instant
-
     level = getattr(logging, args.log_level)
     if args.tcp:
+        from topicforest.server import app  # imported late: `topicforest --help` stays instant
+
         host, port = args.tcp
         app.run_tcp(host, port, level)
     else:
-        app.run_stdio(level)
+        from topicforest.server import early  # answers first requests while pygls loads
+
+        early.run_stdio(level)
     return 0

@@ -1,4 +1,4 @@
-"""Logs to the client (window/logMessage) and a stdout that stray prints cannot corrupt.
+"""Logs to the client as window/logMessage (stderr and the stdio channel: see `stdio`).
 
 Only the `topicforest` logger tree is bridged: pygls logs every message it sends, so bridging its
 loggers would send a logMessage about sending a logMessage, forever. A thread-local guard stops
@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import sys
 import threading
-from typing import BinaryIO
+from collections.abc import Iterable
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from topicforest.memory import redact
+from topicforest.server.stdio import RedactingFormatter, setup_stderr_logging
 
 LEVELS = {
     logging.ERROR: types.MessageType.Error,
@@ -26,20 +24,21 @@ LEVELS = {
 }
 
 
-class RedactingFormatter(logging.Formatter):
-    """API keys from the environment never reach a log line."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        return redact(super().format(record))
-
-
 class LogBridge(logging.Handler):
     def __init__(self, server: LanguageServer, level: int = logging.INFO) -> None:
         super().__init__(level)
         self.server = server
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.backlog: list[logging.LogRecord] = []  # logged before pygls was loaded (`early`)
         self._guard = threading.local()
         self.setFormatter(RedactingFormatter("%(name)s: %(message)s"))
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The server's loop is running (`initialized`): send the backlog, then live records."""
+        self.loop = loop
+        backlog, self.backlog = self.backlog, []
+        for record in backlog:
+            self.handle(record)
 
     def emit(self, record: logging.LogRecord) -> None:
         if getattr(self._guard, "active", False) or self.server.protocol.writer is None:
@@ -66,31 +65,14 @@ class LogBridge(logging.Handler):
         self.server.window_log_message(params)
 
 
-def setup_logging(server: LanguageServer, level: int = logging.INFO) -> LogBridge:
-    """stderr for everything (pygls quietened), the client for our own logs."""
-    stderr = logging.StreamHandler(sys.stderr)
-    stderr.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.addHandler(stderr)
-    root.setLevel(logging.WARNING)
-    # pygls logs each message body at INFO (chat text included); keep that out of the logs.
-    logging.getLogger("pygls").setLevel(logging.WARNING)
-    logging.getLogger("LiteLLM").setLevel(logging.WARNING)
-    ours = logging.getLogger("topicforest")
-    ours.setLevel(level)
+def setup_logging(
+    server: LanguageServer,
+    level: int = logging.INFO,
+    backlog: Iterable[logging.LogRecord] = (),
+) -> LogBridge:
+    """stderr for everything, the client for our own logs (`backlog`: sent once initialized)."""
+    setup_stderr_logging(level)
     bridge = LogBridge(server, level)
-    ours.addHandler(bridge)
+    bridge.backlog = list(backlog)
+    logging.getLogger("topicforest").addHandler(bridge)
     return bridge
-
-
-def protect_stdout() -> tuple[BinaryIO, BinaryIO]:
-    """(stdin, stdout) for JSON-RPC; fd 1 and sys.stdout then point at stderr.
-
-    Any print(), C extension or child process writing to "stdout" lands on stderr instead of in
-    the middle of a JSON-RPC frame.
-    """
-    rpc_fd = os.dup(1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    rpc_out = os.fdopen(rpc_fd, "wb")
-    return sys.stdin.buffer, rpc_out

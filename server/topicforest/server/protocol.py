@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pygls.exceptions import JsonRpcException
-
 from topicforest.engine import Message, TopicView
 from topicforest.engine.render import RenderedContext
 from topicforest.memory import ChatOutcome
@@ -48,11 +46,17 @@ ERRORS: dict[str, int] = {
 }
 
 
-class ProtocolError(JsonRpcException):
-    """A documented JSON-RPC error; pygls sends it as the response."""
+class ProtocolError(Exception):
+    """A documented JSON-RPC error (`rpc` hands it to pygls, which sends it as the response).
+
+    Not pygls' own exception class: this module is imported before pygls is (see `early`).
+    """
 
     def __init__(self, code: int, message: str, data: Any | None = None) -> None:
-        super().__init__(message=message, code=code, data=data)
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
 
 
 def invalid_params(name: str, problem: str) -> ProtocolError:

@@ -10,7 +10,7 @@ import functools
 import inspect
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from topicforest.engine import InvalidMessage, UnknownTopic
 from topicforest.memory import ChatNotConfigured, ProviderError
@@ -20,17 +20,26 @@ from topicforest.server.protocol import (
     PROVIDER_ERROR,
     STORE_ERROR,
     UNKNOWN_TOPIC,
+    Method,
     ProtocolError,
     invalid_params,
     validate,
 )
+from topicforest.server.workspaces import Workspaces
 from topicforest.store.errors import StoreError
 
 if TYPE_CHECKING:
     from topicforest.server.server import TopicForestServer
 
 log = logging.getLogger(__name__)
-Handler = Callable[["TopicForestServer", dict[str, Any]], Any]
+# The first argument is the server, or for handlers that only need the memories any `Host`.
+Handler = Callable[[Any, dict[str, Any]], Any]
+
+
+class Host(Protocol):
+    """All that handlers of memory-only methods use: they also run before pygls is loaded."""
+
+    workspaces: Workspaces
 
 
 def translate(exc: Exception, params: dict[str, Any]) -> Exception:
@@ -48,6 +57,31 @@ def translate(exc: Exception, params: dict[str, Any]) -> Exception:
     return exc
 
 
+def call(fn: Handler, ls: Any, method: Method, raw: object) -> Any:
+    """Validate `raw`, run `fn`, translate its exception: the path of every custom request,
+    whether pygls or `early` (before pygls is loaded) received it."""
+    params = validate(method, raw)
+    try:
+        return fn(ls, params)
+    except Exception as exc:
+        raise translate(exc, params) from exc
+
+
+async def call_async(fn: Handler, ls: Any, method: Method, raw: object) -> Any:
+    params = validate(method, raw)
+    try:
+        return await fn(ls, params)
+    except Exception as exc:
+        raise translate(exc, params) from exc
+
+
+def for_pygls(exc: ProtocolError) -> Exception:
+    """The same error as pygls' exception class, which pygls sends as the response."""
+    from pygls.exceptions import JsonRpcException  # loaded by then; this module must not load it
+
+    return JsonRpcException(message=exc.message, code=exc.code, data=exc.data)
+
+
 def request(server: TopicForestServer, name: str) -> Callable[[Handler], Handler]:
     """Register `fn(server, params)` as the handler of custom method `name`."""
     method = BY_NAME[name]
@@ -57,22 +91,20 @@ def request(server: TopicForestServer, name: str) -> Callable[[Handler], Handler
 
             @functools.wraps(fn)
             async def run_async(ls: TopicForestServer, raw: object) -> Any:
-                params = validate(method, raw)
                 try:
-                    return await fn(ls, params)
-                except Exception as exc:
-                    raise translate(exc, params) from exc
+                    return await call_async(fn, ls, method, raw)
+                except ProtocolError as exc:
+                    raise for_pygls(exc) from exc
 
             server.feature(name)(run_async)
         else:
 
             @functools.wraps(fn)
             def run(ls: TopicForestServer, raw: object) -> Any:
-                params = validate(method, raw)
                 try:
-                    return fn(ls, params)
-                except Exception as exc:
-                    raise translate(exc, params) from exc
+                    return call(fn, ls, method, raw)
+                except ProtocolError as exc:
+                    raise for_pygls(exc) from exc
 
             server.feature(name)(run)
         return fn

@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from topicforest.server.config import Settings
+from topicforest.server.early import SERVER_NAME, server_version
 from topicforest.server.jsonrpc import raw_converter
 from topicforest.server.logbridge import LogBridge
 from topicforest.server.notify import Notifier
@@ -20,30 +20,24 @@ from topicforest.server.workspaces import Workspaces
 log = logging.getLogger(__name__)
 
 
-def _version() -> str:
-    try:
-        return version("topicforest")
-    except PackageNotFoundError:
-        return "0"
-
-
 class TopicForestServer(LanguageServer):
-    def __init__(self) -> None:
+    def __init__(self, workspaces: Workspaces | None = None) -> None:
         super().__init__(
-            "topicforest",
-            _version(),
+            SERVER_NAME,
+            server_version(),
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
             converter_factory=raw_converter,
         )
         self.notifier = Notifier(self)
-        self.workspaces = Workspaces(listener=self.notifier)
+        self.workspaces = workspaces if workspaces is not None else Workspaces()
+        self.workspaces.attach(self.notifier)
         self.tasks: set[asyncio.Task[Any]] = set()  # strong references to background work
         self.pending_messages: list[str] = []  # settings errors found before `initialized`
         self.log_bridge: LogBridge | None = None
 
     def log_bridge_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         if self.log_bridge is not None:
-            self.log_bridge.loop = loop
+            self.log_bridge.attach(loop)
 
     @property
     def settings(self) -> Settings:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from typing import Any
 from urllib.parse import unquote
 
 from topicforest.memory import MemoryListener, WorkspaceMemory
-from topicforest.server.config import Settings
+from topicforest.server.config import Settings, parse_settings
 from topicforest.server.protocol import UNKNOWN_WORKSPACE, ProtocolError
 
 log = logging.getLogger(__name__)
@@ -24,7 +26,42 @@ class Workspaces:
         self.settings = Settings()
         self.max_input_tokens: int | None = None
         self.memories: dict[str, WorkspaceMemory] = {}  # by _key, in folder order
+        self.stores_open = False  # memories open their store when added (see open_stores)
         self.started = False
+        self._initialized: tuple[object, list[str]] | None = None
+
+    def attach(self, listener: MemoryListener) -> None:
+        """The listener of every memory, present and future (the server, once it exists)."""
+        self.listener = listener
+        for memory in self.memories.values():
+            memory.listener = listener
+
+    # -- initialize ------------------------------------------------------------------------
+    def initialize(self, folders: Sequence[str], root_uri: str | None, options: Any) -> list[str]:
+        """Open the client's folders and apply its settings; returns messages for the user.
+
+        `early` runs this before pygls is loaded, then pygls is handed the same `initialize`
+        again: the same arguments a second time change nothing and log nothing.
+        """
+        arguments = (list(folders), root_uri, options)
+        if self._initialized is not None and self._initialized[0] == arguments:
+            return list(self._initialized[1])
+        for uri in folders:
+            self.add(uri)
+        if not folders and root_uri:
+            self.add(root_uri)
+        messages = self.apply(options)
+        self._initialized = (arguments, messages)
+        return list(messages)
+
+    def apply(self, raw: Any) -> list[str]:
+        """Validate and apply settings; returns messages for the user (invalid values keep the
+        previous ones)."""
+        update = parse_settings(raw, self.settings)
+        for warning in update.warnings:
+            log.warning("%s", warning)
+        self.configure(update.settings, self.max_input_tokens)
+        return [f"Topic Forest settings: {e}" for e in update.errors]
 
     # -- folders ---------------------------------------------------------------------------
     def add(self, uri: str) -> WorkspaceMemory:
@@ -36,6 +73,8 @@ class Workspaces:
             self.memories[key] = memory
             if self.started:
                 memory.start()
+            elif self.stores_open:
+                memory.open_store()
             log.info("workspace memory opened for %s", uri)
         return memory
 
@@ -44,6 +83,12 @@ class Workspaces:
         if memory is not None:
             await memory.close()
             log.info("workspace memory closed for %s", uri)
+
+    def open_stores(self) -> None:
+        """Open every memory's store now (no event loop needed; `start` begins their tasks)."""
+        self.stores_open = True
+        for memory in self.memories.values():
+            memory.open_store()
 
     def start(self) -> None:
         """Start background maintenance (from the event loop, once initialized)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from topicforest.server.protocol import PREFIX, render_json
-from topicforest.server.rpc import request
+from topicforest.server.rpc import Host, request
 
 if TYPE_CHECKING:
     from topicforest.server.server import TopicForestServer
@@ -15,6 +15,6 @@ def setup(server: TopicForestServer) -> None:
     request(server, PREFIX + "renderContext")(render_context)
 
 
-def render_context(ls: TopicForestServer, p: dict[str, Any]) -> dict[str, Any]:
+def render_context(ls: Host, p: dict[str, Any]) -> dict[str, Any]:
     memory = ls.workspaces.resolve(p["workspaceUri"])
     return render_json(memory.render(p["query"], p["activeFile"], p["threadId"]))

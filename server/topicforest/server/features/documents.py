@@ -4,18 +4,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from lsprotocol import types
-
 from topicforest.server.protocol import PREFIX
-from topicforest.server.rpc import notification
+from topicforest.server.rpc import Host, notification
 
 if TYPE_CHECKING:
+    from lsprotocol import types
+
     from topicforest.server.server import TopicForestServer
+
+# lsprotocol's TEXT_DOCUMENT_DID_OPEN / _DID_CHANGE: this module is also used before it is loaded
+DID_OPEN = "textDocument/didOpen"
+DID_CHANGE = "textDocument/didChange"
 
 
 def setup(server: TopicForestServer) -> None:
-    server.feature(types.TEXT_DOCUMENT_DID_OPEN)(did_open)
-    server.feature(types.TEXT_DOCUMENT_DID_CHANGE)(did_change)
+    server.feature(DID_OPEN)(did_open)
+    server.feature(DID_CHANGE)(did_change)
     notification(server, PREFIX + "activeFileChanged")(active_file_changed)
 
 
@@ -27,7 +31,7 @@ def did_change(ls: TopicForestServer, params: types.DidChangeTextDocumentParams)
     ls.workspaces.for_document(params.text_document.uri).active_file = params.text_document.uri
 
 
-def active_file_changed(ls: TopicForestServer, params: dict[str, Any]) -> None:
+def active_file_changed(ls: Host, params: dict[str, Any]) -> None:
     uri = params["uri"]
     if uri is None:
         for memory in ls.workspaces.memories.values():

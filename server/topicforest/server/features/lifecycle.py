@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from topicforest.memory import model_window, warm_litellm
-from topicforest.server.config import SECTION, parse_settings
+from topicforest.server.config import SECTION
 from topicforest.server.notify import TOPICS_CHANGED
 
 if TYPE_CHECKING:
@@ -31,11 +31,9 @@ def setup(server: TopicForestServer) -> None:
 
 
 def initialize(ls: TopicForestServer, params: types.InitializeParams) -> None:
-    for folder in params.workspace_folders or []:
-        ls.workspaces.add(folder.uri)
-    if not params.workspace_folders and params.root_uri:
-        ls.workspaces.add(params.root_uri)
-    ls.pending_messages = apply_settings(ls, params.initialization_options, notify=False)
+    folders = [folder.uri for folder in params.workspace_folders or []]
+    options = params.initialization_options
+    ls.pending_messages = ls.workspaces.initialize(folders, params.root_uri, options)
 
 
 def initialized(ls: TopicForestServer, params: types.InitializedParams) -> None:
@@ -78,16 +76,12 @@ async def did_change_folders(
         ls.protocol.notify(TOPICS_CHANGED, {"workspaceUri": folder.uri, "reason": "workspaceAdded"})
 
 
-def apply_settings(ls: TopicForestServer, raw: Any, *, notify: bool = True) -> list[str]:
+def apply_settings(ls: TopicForestServer, raw: Any) -> list[str]:
     """Validate and apply; returns messages for the user (invalid values keep the old ones)."""
-    update = parse_settings(raw, ls.settings)
-    for warning in update.warnings:
-        log.warning("%s", warning)
-    ls.workspaces.configure(update.settings, ls.workspaces.max_input_tokens)
-    if notify:
-        for memory in ls.workspaces.memories.values():
-            ls.notifier.topics_changed(memory, "configured", None)
-    return [f"Topic Forest settings: {e}" for e in update.errors]
+    messages = ls.workspaces.apply(raw)
+    for memory in ls.workspaces.memories.values():
+        ls.notifier.topics_changed(memory, "configured", None)
+    return messages
 
 
 def warm(ls: TopicForestServer) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from topicforest.server.protocol import PREFIX, message_json
-from topicforest.server.rpc import request
+from topicforest.server.rpc import Host, request
 
 if TYPE_CHECKING:
     from topicforest.server.server import TopicForestServer
@@ -18,7 +18,7 @@ def setup(server: TopicForestServer) -> None:
     request(server, PREFIX + "threadHistory")(thread_history)
 
 
-def list_threads(ls: TopicForestServer, p: Params) -> Params:
+def list_threads(ls: Host, p: Params) -> Params:
     threads = ls.workspaces.resolve(p["workspaceUri"]).threads()
     return {
         "threads": [
@@ -33,6 +33,6 @@ def list_threads(ls: TopicForestServer, p: Params) -> Params:
     }
 
 
-def thread_history(ls: TopicForestServer, p: Params) -> Params:
+def thread_history(ls: Host, p: Params) -> Params:
     messages = ls.workspaces.resolve(p["workspaceUri"]).history(p["threadId"], p["limit"])
     return {"threadId": p["threadId"], "messages": [message_json(m) for m in messages]}

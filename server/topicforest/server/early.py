@@ -1,0 +1,359 @@
+"""Early answers: a new window's first requests are answered while pygls is still loading.
+
+Importing pygls means importing lsprotocol, whose ~570 attrs classes are built at import time:
+most of a second on a slow machine, more than everything else a new window waits for before its
+Topics view fills. So `topicforest serve` on stdio starts here, with only the engine, the store
+and the protocol table loaded:
+
+1. `initialize` is answered at once, with the capabilities pygls announces (`capabilities`); the
+   workspaces then open their stores, and a thread starts importing the pygls server.
+2. Until that import is done, `initialized`, `activeFileChanged` and the read-only requests in
+   EARLY_REQUESTS are handled here, by the handlers pygls would call, through `rpc.call`.
+3. Then pygls takes over the stream: it is first handed the `initialize` (its answer dropped: the
+   client has one) and `initialized` handled here, then every byte not handled yet. The
+   workspaces, stores open, carry over. pygls also takes over early, waiting for the import, as
+   soon as a message comes that is not handled here or whose handler raised: its answer (an
+   error, say) is then exactly pygls' own.
+
+TOPICFOREST_EARLY=0 turns this off: pygls answers everything (as it always does over TCP).
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import logging
+import os
+import re
+import select
+import threading
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, BinaryIO, cast
+
+from topicforest.server.features import context, documents, threads, topics
+from topicforest.server.protocol import BY_NAME, PREFIX
+from topicforest.server.rpc import Handler, call
+from topicforest.server.stdio import protect_stdout, setup_stderr_logging
+from topicforest.server.workspaces import Workspaces
+
+log = logging.getLogger(__name__)
+
+EARLY_ENV = "TOPICFOREST_EARLY"
+SERVER_MODULE = "topicforest.server.app"
+SERVER_NAME = "topicforest"
+REPLAY_ID = "topicforest-early-initialize"  # the id of the `initialize` handed to pygls again
+CONTENT_TYPE = b"application/vscode-jsonrpc; charset=utf-8"
+EARLY_REQUESTS: dict[str, Handler] = {
+    PREFIX + "listTopics": topics.list_topics,
+    PREFIX + "previewTopic": topics.preview_topic,
+    PREFIX + "searchTopics": topics.search_topics,
+    PREFIX + "renderContext": context.render_context,
+    PREFIX + "listThreads": threads.list_threads,
+    PREFIX + "threadHistory": threads.thread_history,
+}
+EARLY_NOTIFICATIONS: dict[str, Handler] = {
+    PREFIX + "activeFileChanged": documents.active_file_changed,
+}
+ENCODINGS = ("utf-8", "utf-16", "utf-32")
+
+
+def server_version() -> str:
+    try:
+        return version("topicforest")
+    except PackageNotFoundError:
+        return "0"
+
+
+def capabilities(client: object) -> dict[str, Any]:
+    """The ServerCapabilities pygls 2.1.1 builds for this server's features, given the client's.
+
+    Only two things depend on the client here: the position encoding (the client's first
+    supported one, else utf-16) and whether willSave/willSaveWaitUntil are present (false, as
+    the client sent them). tests/server/test_early.py compares this with pygls itself.
+    """
+    caps = client if isinstance(client, dict) else {}
+    general = caps.get("general") or {}
+    offered = general.get("positionEncodings") if isinstance(general, dict) else None
+    encoding = next((e for e in offered or () if e in ENCODINGS), "utf-16")
+    sync: dict[str, Any] = {"openClose": True, "change": 2}  # Incremental
+    client_sync = (caps.get("textDocument") or {}).get("synchronization") or {}
+    for key in ("willSave", "willSaveWaitUntil"):
+        if client_sync.get(key) is not None:
+            sync[key] = False
+    sync["save"] = False
+    return {
+        "positionEncoding": encoding,
+        "textDocumentSync": sync,
+        "executeCommandProvider": {"commands": []},
+        "workspace": {
+            "workspaceFolders": {"supported": True, "changeNotifications": True},
+            "fileOperations": {},
+        },
+    }
+
+
+class NotHere(Exception):
+    """A message for pygls: it takes over, waiting for its import if need be."""
+
+
+@dataclass
+class Memories:
+    """What the memory-only handlers use (`rpc.Host`), before the server exists."""
+
+    workspaces: Workspaces
+
+
+class Backlog(logging.Handler):
+    """Our log records until the server can also send them to the client."""
+
+    def __init__(self, level: int) -> None:
+        super().__init__(level)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+HEADER = re.compile(rb"Content-Length: (\d+)|Content-Type: .*")
+
+
+def next_frame(buffer: bytes) -> tuple[bytes, int] | None:
+    """The first complete frame's body and size, None until it has all arrived.
+
+    Raises NotHere for headers pygls reads more leniently than this.
+    """
+    end = buffer.find(b"\r\n\r\n")
+    if end < 0:
+        if len(buffer) > 4096:
+            raise NotHere("unusual header")
+        return None
+    length = None
+    for line in buffer[:end].split(b"\r\n"):
+        match = HEADER.fullmatch(line)
+        if match is None:
+            raise NotHere("unusual header")
+        if match.group(1) is not None and length is None:
+            length = int(match.group(1))
+    if not length:
+        raise NotHere("no Content-Length")
+    start = end + 4
+    if len(buffer) < start + length:
+        return None
+    return buffer[start : start + length], start + length
+
+
+def frame(payload: dict[str, Any]) -> bytes:
+    """A message framed as pygls frames it."""
+    body = json.dumps(payload).encode("utf-8")
+    header = b"Content-Length: %d\r\nContent-Type: %s\r\n\r\n" % (len(body), CONTENT_TYPE)
+    return header + body
+
+
+class Front:
+    def __init__(self, stdin: BinaryIO, stdout: BinaryIO, log_level: int = logging.INFO) -> None:
+        self.stdin_fd = stdin.fileno()
+        self.stdout = stdout
+        self.workspaces: Workspaces | None = None
+        self.buffer = b""  # read, not handled: pygls reads it first
+        self.replay: list[bytes] = []  # frames handled here that pygls must see too
+        self.answered = 0
+        self._loader: threading.Thread | None = None
+        self._loaded_r = self._loaded_w = -1  # a byte on this pipe: pygls is loaded
+        self.backlog = Backlog(log_level)
+        logging.getLogger("topicforest").addHandler(self.backlog)
+
+    # -- the loop ----------------------------------------------------------------------------
+    def serve(self) -> None:
+        """Handle what can be handled here until the pygls server is loaded or needed."""
+        self._loaded_r, self._loaded_w = os.pipe()
+        try:
+            while True:
+                found = next_frame(self.buffer)
+                if found is None:
+                    if not self._read():
+                        break
+                    continue
+                body, size = found
+                self._handle(body)
+                self.buffer = self.buffer[size:]
+        except NotHere as exc:
+            log.debug("pygls takes over: %s", exc)
+        if self._loader is not None:
+            self._loader.join()
+        os.close(self._loaded_r)
+        os.close(self._loaded_w)
+        if self.answered:
+            log.info("answered %d request(s) while the language server loaded", self.answered)
+
+    def _read(self) -> bool:
+        """Wait for input; False once pygls is loaded or the input ended (pygls' turn)."""
+        ready, _, _ = select.select([self.stdin_fd, self._loaded_r], [], [])
+        if self._loaded_r in ready:
+            return False
+        data = os.read(self.stdin_fd, 65536)
+        self.buffer += data
+        return bool(data)
+
+    def _load(self) -> None:
+        try:  # an error here is printed, then raised again by run_stdio's own import
+            importlib.import_module(SERVER_MODULE)
+        finally:
+            os.write(self._loaded_w, b"!")
+
+    # -- messages ----------------------------------------------------------------------------
+    def _handle(self, body: bytes) -> None:
+        try:
+            message = json.loads(body)
+        except ValueError as exc:
+            raise NotHere("not JSON") from exc
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            raise NotHere("not a JSON-RPC message")
+        method, params = message.get("method"), message.get("params")
+        if "id" not in message:
+            self._notification(method, params, body)
+            return
+        if method == "initialize" and self.workspaces is None:
+            result = self._initialize(params)
+            self.replay.append(frame({**message, "id": REPLAY_ID}))
+        elif method in EARLY_REQUESTS and self.workspaces is not None:
+            result = self._call(EARLY_REQUESTS[method], method, params)
+        else:
+            raise NotHere(f"{method} is pygls' to answer")
+        self.stdout.write(frame({"id": message["id"], "jsonrpc": "2.0", "result": result}))
+        self.stdout.flush()
+        self.answered += 1
+        if method == "initialize":
+            self._after_initialize()
+
+    def _notification(self, method: Any, params: object, body: bytes) -> None:
+        if method == "initialized" and self.workspaces is not None:
+            self.replay.append(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        elif method in EARLY_NOTIFICATIONS and self.workspaces is not None:
+            self._call(EARLY_NOTIFICATIONS[method], method, params)
+        else:
+            raise NotHere(f"{method} is pygls' to handle")
+
+    def _call(self, handler: Handler, method: str, params: object) -> Any:
+        assert self.workspaces is not None
+        try:
+            return call(handler, Memories(self.workspaces), BY_NAME[method], params)
+        except Exception as exc:
+            raise NotHere(f"{method} failed here: {exc}") from exc
+
+    def _initialize(self, params: object) -> dict[str, Any]:
+        """The workspaces and the answer, for params whose parts we read are well formed."""
+        if not isinstance(params, dict) or not isinstance(params.get("capabilities"), dict):
+            raise NotHere("unusual initialize params")
+        folders = params.get("workspaceFolders") or []
+        root = params.get("rootUri")
+        if not isinstance(folders, list) or not all(_folder(f) for f in folders):
+            raise NotHere("unusual workspaceFolders")
+        if root is not None and not isinstance(root, str):
+            raise NotHere("unusual rootUri")
+        process = params.get("processId")
+        if process is not None and (not isinstance(process, int) or isinstance(process, bool)):
+            raise NotHere("unusual processId")
+        workspaces = Workspaces()
+        try:  # settings errors are shown at `initialized`, by the server
+            workspaces.initialize(
+                [f["uri"] for f in folders], root, params.get("initializationOptions")
+            )
+        except Exception as exc:
+            raise NotHere(f"initialize failed here: {exc}") from exc
+        self.workspaces = workspaces
+        return {
+            "capabilities": capabilities(params["capabilities"]),
+            "serverInfo": {"name": SERVER_NAME, "version": server_version()},
+        }
+
+    def _after_initialize(self) -> None:
+        """Open the stores (the first listTopics needs them), then load pygls meanwhile."""
+        assert self.workspaces is not None
+        try:
+            self.workspaces.open_stores()
+        except Exception:  # `start` tries again once the server runs
+            log.exception("opening the memory stores failed")
+        self._loader = threading.Thread(target=self._load, name="load-pygls", daemon=True)
+        self._loader.start()
+
+    # -- the hand-over -----------------------------------------------------------------------
+    def take_logs(self) -> list[logging.LogRecord]:
+        logging.getLogger("topicforest").removeHandler(self.backlog)
+        return self.backlog.records
+
+    def reader(self, stdin: BinaryIO) -> BinaryIO:
+        """stdin as pygls should read it: the replayed frames and unhandled bytes first."""
+        head = b"".join(self.replay) + self.buffer
+        return cast(BinaryIO, Prefixed(head, stdin)) if head else stdin
+
+    def writer(self, stdout: BinaryIO) -> BinaryIO:
+        """stdout, minus pygls' answer to the replayed `initialize`."""
+        if not self.replay:
+            return stdout
+        return cast(BinaryIO, DropReply(stdout, REPLAY_ID))
+
+
+def _folder(value: object) -> bool:
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("uri"), str)
+        and isinstance(value.get("name"), str)
+    )
+
+
+class Prefixed:
+    """A stream that reads `head`, then `rest` (pygls calls readline and read only)."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self.head = io.BytesIO(head)
+        self.rest = rest
+
+    def readline(self) -> bytes:
+        line = self.head.readline()
+        return line if line.endswith(b"\n") else line + self.rest.readline()
+
+    def read(self, size: int) -> bytes:
+        data = self.head.read(size)
+        return data if len(data) == size else data + self.rest.read(size - len(data))
+
+
+class DropReply:
+    """The stdout pygls writes to, minus its reply to request `msg_id` (one frame per write)."""
+
+    def __init__(self, out: BinaryIO, msg_id: str) -> None:
+        self.out = out
+        self.msg_id: str | None = msg_id
+
+    def write(self, data: bytes) -> int:
+        if self.msg_id is not None:
+            try:
+                reply = json.loads(data.partition(b"\r\n\r\n")[2])
+            except ValueError:
+                reply = None
+            if isinstance(reply, dict) and reply.get("id") == self.msg_id and "method" not in reply:
+                self.msg_id = None
+                if "error" in reply:
+                    log.error("the language server refused the client's initialize: %s", reply)
+                return len(data)
+        return self.out.write(data)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+    def close(self) -> None:
+        self.out.close()
+
+
+def run_stdio(log_level: int = logging.INFO) -> None:
+    """Serve on stdio: early answers (unless TOPICFOREST_EARLY=0), then pygls."""
+    stdin, stdout = protect_stdout()  # before anything can print
+    setup_stderr_logging(log_level)
+    front = Front(stdin, stdout, log_level)
+    if os.environ.get(EARLY_ENV, "1") != "0":
+        front.serve()
+    from topicforest.server import app  # loaded by the front's thread by now, or here
+
+    server = app.create_server(log_level, front.workspaces, front.take_logs())
+    server.start_io(front.reader(stdin), front.writer(stdout))
