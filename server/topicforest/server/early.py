@@ -320,7 +320,11 @@ class Prefixed:
 
 
 class DropReply:
-    """The stdout pygls writes to, minus its reply to request `msg_id` (one frame per write)."""
+    """The stdout pygls writes to, minus its reply to request `msg_id`.
+
+    pygls writes one frame per write, and the replayed `initialize` is the first request it
+    reads and answers (at once: its handler is synchronous), so only its first reply is checked.
+    """
 
     def __init__(self, out: BinaryIO, msg_id: str) -> None:
         self.out = out
@@ -329,14 +333,16 @@ class DropReply:
     def write(self, data: bytes) -> int:
         if self.msg_id is not None:
             try:
-                reply = json.loads(data.partition(b"\r\n\r\n")[2])
+                message = json.loads(data.partition(b"\r\n\r\n")[2])
             except ValueError:
-                reply = None
-            if isinstance(reply, dict) and reply.get("id") == self.msg_id and "method" not in reply:
-                self.msg_id = None
-                if "error" in reply:
-                    log.error("the language server refused the client's initialize: %s", reply)
-                return len(data)
+                message = {"method": None}
+            if isinstance(message, dict) and "method" not in message:  # the first reply
+                ours, self.msg_id = message.get("id") == self.msg_id, None
+                if ours and "error" not in message:
+                    return len(data)
+                log.error("the language server did not accept the client's initialize: %s", data)
+                if ours:
+                    return len(data)
         return self.out.write(data)
 
     def flush(self) -> None:

@@ -1,0 +1,256 @@
+"""Early answers (server/early.py): before pygls is loaded, the same answers pygls gives.
+
+Each end-to-end test runs real server processes on a stored workspace, once with early answers
+(the default) and once with TOPICFOREST_EARLY=0 (pygls answers everything), and compares.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+from lsprotocol.converters import get_converter
+from pytest_lsp import ClientServerConfig
+
+from topicforest.engine.resolver import resolve_all
+from topicforest.engine.summarize.extractive import ExtractiveSummarizer
+from topicforest.memory import window_config
+from topicforest.server import app, early
+from topicforest.server.config import Settings
+from topicforest.server.server import TopicForestServer
+from topicforest.store import Store
+
+from .conftest import CAPABILITIES, SAMPLE, SERVER, SERVER_ENV, Client, make_client
+
+ANSWERED = re.compile(r"answered (\d+) request\(s\) while the language server loaded")
+SETTINGS = {"historyBudget": 512, "mergeThreshold": 7}  # 7: invalid, shown to the user once
+
+
+async def stored_workspace(folder: Path) -> list[Path]:
+    """A workspace memory with a copy (one store for each run), settled for the servers'
+    settings: no graduation or summary left that could change it while it is compared."""
+    store = Store.for_workspace(folder, folder / "early")
+    window = store.open_window(window_config(Settings(history_budget=SETTINGS["historyBudget"])))
+    last = f"t{(len(SAMPLE) - 1) // 20}"
+    with store.transaction():
+        for index, (role, text) in enumerate(SAMPLE):
+            window.append(f"t{index // 20}", role, text)
+            window.graduate()
+        for thread in list(window.hot):
+            if thread != last:  # the last thread keeps a hot zone
+                window.flush_thread(thread)
+    await resolve_all(window, ExtractiveSummarizer())
+    store.close()
+    shutil.copytree(folder / "early", folder / "pygls")  # same file name: keyed by the folder
+    return [folder / "early", folder / "pygls"]
+
+
+async def open_session(folder: Path, store: Path) -> tuple[Client, Any]:
+    """A server on `folder`; early answers unless `store` is the "pygls" copy."""
+    env = {**SERVER_ENV, early.EARLY_ENV: "1" if store.name == "early" else "0"}
+    client = await ClientServerConfig(SERVER, make_client, env).start()
+    assert isinstance(client, Client)
+    client.workspace_uri = folder.as_uri()
+    result = await client.initialize_session(
+        types.InitializeParams(
+            capabilities=CAPABILITIES,
+            workspace_folders=[types.WorkspaceFolder(uri=client.workspace_uri, name="ws")],
+            initialization_options={"topicForest": {"storePath": str(store), **SETTINGS}},
+        )
+    )
+    return client, result
+
+
+async def read_everything(client: Client) -> list[Any]:
+    """Every read-only method, sent at once after `initialize` (as a new window does)."""
+    client.protocol.notify(early.PREFIX + "activeFileChanged", {"uri": "file:///x/store/db.py"})
+    topics = await client.call("listTopics")
+    first = topics["topics"][0]["id"]
+    return [
+        topics,
+        await client.call("listThreads"),
+        await client.call("threadHistory", {"threadId": "t1", "limit": 5}),
+        await client.call("previewTopic", {"topicId": first}),
+        await client.call("searchTopics", {"query": "sqlite WAL busy_timeout"}),
+        await client.call("renderContext", {"query": "pytest fixtures in conftest.py"}),
+    ]
+
+
+def answered_early(client: Client) -> int:
+    found = [ANSWERED.search(m.message) for m in client.log_messages]
+    return max((int(m.group(1)) for m in found if m), default=0)
+
+
+async def close(client: Client) -> None:
+    await client.shutdown_session()
+    await client.stop()
+
+
+async def test_early_answers_equal_pygls_answers(tmp_path: Path) -> None:
+    runs = []
+    for store in await stored_workspace(tmp_path):
+        client, init = await open_session(tmp_path, store)
+        try:
+            answers = await read_everything(client)
+            await client.until(lambda c=client: bool(c.messages))  # the settings error
+            await asyncio.sleep(0.3)  # shown twice would show by now
+            shown = [m.message for m in client.messages]
+            # after the hand-over pygls serves everything, state and notifications included
+            topic = answers[0]["topics"][0]["id"]
+            dropped = await client.call("dropTopic", {"topicId": topic})
+            await client.wait_for(
+                early.PREFIX + "topicsChanged", lambda p, t=topic: p.get("topicIds") == [t]
+            )
+            runs.append((init, answers, shown, dropped, answered_early(client)))
+        finally:
+            await close(client)
+    (init, answers, shown, dropped, count), (init0, answers0, shown0, dropped0, count0) = runs
+    assert count >= 2 and count0 == 0  # initialize and at least the first listTopics came early
+    assert init == init0
+    assert answers == answers0
+    assert answers[0]["topics"] and answers[3]["messages"] and answers[5]["messages"]
+    assert shown == shown0 and len(shown) == 1 and "mergeThreshold" in shown[0]
+    assert dropped == dropped0 and dropped["topic"]["dropped"]
+
+
+async def test_what_early_cannot_answer_waits_for_pygls_and_keeps_its_order(
+    tmp_path: Path,
+) -> None:
+    runs = []
+    for store in await stored_workspace(tmp_path):
+        client, _ = await open_session(tmp_path, store)
+        try:
+            topic = (await client.call("listTopics"))["topics"][0]["id"]
+            sent = [
+                client.protocol.send_request_async(early.PREFIX + method, params)
+                for method, params in (
+                    ("listTopics", {"topicId": "not a field"}),  # unknown keys are ignored
+                    ("previewTopic", {"topicId": "3"}),  # InvalidParams: pygls answers it
+                    ("dropTopic", {"topicId": topic}),  # a change: pygls' to make
+                    ("listTopics", {}),  # must see the drop
+                    ("previewTopic", {"topicId": 10**6}),  # unknown topic
+                )
+            ]
+            outcomes = await asyncio.gather(*sent, return_exceptions=True)
+            runs.append([o if isinstance(o, dict) else (o.code, o.message) for o in outcomes])
+        finally:
+            await close(client)
+    assert runs[0] == runs[1]
+    errors = [o for o in runs[0] if isinstance(o, tuple)]
+    assert [code for code, _ in errors] == [-32602, -32001]
+    after = runs[0][3]
+    assert any(t["id"] == topic and t["dropped"] for t in after["topics"])
+
+
+CLIENTS: list[dict[str, Any]] = [
+    {},
+    get_converter().unstructure(CAPABILITIES),  # the test client's
+    {"general": {"positionEncodings": ["utf-8", "utf-16"]}},
+    {"general": {"positionEncodings": ["utf-32"]}},
+    {"general": {"positionEncodings": ["bogus"]}},
+    {"general": {"positionEncodings": None}, "textDocument": None},
+    {"textDocument": {"synchronization": {"willSave": True, "willSaveWaitUntil": False}}},
+    {"textDocument": {"synchronization": {"willSave": None, "dynamicRegistration": True}}},
+    {"notebookDocument": {"synchronization": {"dynamicRegistration": True}}},
+    {  # roughly what vscode-languageclient 9 sends, where it matters here
+        "general": {
+            "positionEncodings": ["utf-16"],
+            "staleRequestSupport": {"cancel": True, "retryOnContentModified": []},
+        },
+        "textDocument": {
+            "synchronization": {
+                "dynamicRegistration": True,
+                "willSave": True,
+                "willSaveWaitUntil": True,
+                "didSave": True,
+            }
+        },
+        "workspace": {
+            "workspaceFolders": True,
+            "configuration": True,
+            "fileOperations": {
+                "dynamicRegistration": True,
+                "didCreate": True,
+                "willCreate": True,
+                "didRename": True,
+                "willRename": True,
+                "didDelete": True,
+                "willDelete": True,
+            },
+        },
+        "window": {"workDoneProgress": True, "showDocument": {"support": True}},
+        "notebookDocument": {"synchronization": {"executionSummarySupport": True}},
+    },
+]
+
+
+@pytest.mark.parametrize("client_capabilities", CLIENTS)
+def test_initialize_answer_equals_pygls(client_capabilities: dict[str, Any]) -> None:
+    server = TopicForestServer()
+    for feature in app.FEATURES:
+        feature.setup(server)
+    written = io.BytesIO()
+    server.protocol.set_writer(written)  # type: ignore[arg-type]
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"processId": None, "capabilities": client_capabilities},
+    }
+    message = json.loads(json.dumps(request), object_hook=server.protocol.structure_message)
+    server.protocol.handle_message(message)
+    pygls_answer = json.loads(written.getvalue().partition(b"\r\n\r\n")[2])["result"]
+    assert pygls_answer["capabilities"] == early.capabilities(client_capabilities)
+    assert pygls_answer["serverInfo"] == {
+        "name": early.SERVER_NAME,
+        "version": early.server_version(),
+    }
+
+
+def test_frames_are_read_as_pygls_reads_them() -> None:
+    body = b'{"jsonrpc": "2.0", "method": "initialized", "params": {}}'
+    framed = b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    assert early.next_frame(framed + b"Content-Len") == (body, len(framed))
+    assert early.next_frame(framed[:-1]) is None  # body incomplete
+    assert early.next_frame(b"Content-Length: 5\r\n") is None  # headers incomplete
+    typed = b"Content-Length: %d\r\nContent-Type: application/vscode-jsonrpc\r\n\r\n" % len(body)
+    assert early.next_frame(typed + body) == (body, len(typed) + len(body))
+    for odd in (b"content-length: 3\r\n\r\nabc", b"X-Other: 1\r\n\r\n", b"x" * 5000):
+        with pytest.raises(early.NotHere):
+            early.next_frame(odd)
+
+
+def test_pygls_reads_the_replay_then_the_stream() -> None:
+    stream = early.Prefixed(
+        b"Content-Length: 2\r\n\r\n{}Content-Le", io.BytesIO(b"ngth: 1\r\n\r\nx")
+    )
+    assert stream.readline() == b"Content-Length: 2\r\n"
+    assert stream.readline() == b"\r\n"
+    assert stream.read(2) == b"{}"
+    assert stream.readline() == b"Content-Length: 1\r\n"
+    assert stream.readline() == b"\r\n"
+    assert stream.read(1) == b"x"
+    assert stream.readline() == b""
+
+
+def test_only_the_reply_to_the_replayed_initialize_is_dropped() -> None:
+    log = early.frame({"jsonrpc": "2.0", "method": "window/logMessage", "params": {}})
+    reply = early.frame({"id": early.REPLAY_ID, "jsonrpc": "2.0", "result": {}})
+    later = early.frame({"id": 7, "jsonrpc": "2.0", "result": {}})
+    out = io.BytesIO()
+    writer = early.DropReply(out, early.REPLAY_ID)
+    for data in (log, reply, later, reply):
+        writer.write(data)
+    assert out.getvalue() == log + later + reply  # dropped once, the first time only
+    out = io.BytesIO()
+    writer = early.DropReply(out, early.REPLAY_ID)
+    for data in (later, reply):  # pygls could not read the replay: nothing is dropped
+        writer.write(data)
+    assert out.getvalue() == later + reply
