@@ -275,7 +275,7 @@ def _topic_block(
         elif room >= MIN_SUMMARY_ROOM:  # a live extractive digest of summary + new messages
             key = (root, window.forest.version(root), hash(tuple(recalled_ids)))
             digest = _digest(window, key, summary.text if summary else None, messages)
-            parts.append(quote(digest.summary(room - 2, RENDER_SENTENCE_SHARE)))
+            parts.append(quote(digest.select(room - 2, RENDER_SENTENCE_SHARE)))
     body = "\n".join(parts)
     mode: Mode = ("summary+messages" if dirty else "summary") if summary else "messages"
     shown = sorted([*ids, *recalled_ids])
@@ -303,7 +303,7 @@ def fit_summary(window: ContextWindow, root: int, text: str, room: int) -> str:
     if room < MIN_SUMMARY_ROOM:
         return ""
     digest = _digest(window, (root, hash(text)), text, [])
-    return digest.summary(room - 2, RENDER_SENTENCE_SHARE)
+    return digest.select(room - 2, RENDER_SENTENCE_SHARE)  # no lead: the header names the topic
 
 
 def _digest(

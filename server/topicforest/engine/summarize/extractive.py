@@ -1,8 +1,10 @@
 """The offline summarizer: no network, deterministic, keeps the facts code conversations hinge on.
 
 It picks the most information-dense sentences (those naming files, identifiers, versions, numbers,
-flags) within the target size, keeps them in conversation order, then lists any named entity not
-yet covered. Fenced code is never copied as a block; only its lines that name things survive.
+flags, settings, URLs) within the target size, keeps them in conversation order, then lists named
+things not yet covered: first the one each sentence names first, newest sentence first, then the
+second of each, so a small cut still touches the whole text. Fenced code is never copied as a
+block; only its lines that name things survive.
 """
 
 from __future__ import annotations
@@ -18,8 +20,12 @@ from topicforest.engine.tokens import estimate_tokens
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])")
 _ENTITY = re.compile(
-    r"--?[A-Za-z][\w-]+(?:=\S+)?"  # flags
+    r"\b[a-z][a-z0-9+.-]*://[^\s`'\"<>()\[\]]+"  # URLs, whole (host, port and path together)
+    r"|(?<![\w-])--?[A-Za-z][\w-]+(?:=[^\s`'\"]+)?"  # flags (not the tail of "hand-written")
+    r"|\b[A-Za-z_][\w.]*=[\w.+-]*\w"  # settings: num_workers=6, atol=1e-6
+    r"|\b\d+(?:\.\d+)?\s?(?:[KMGT]i?B|ms|px)\b"  # quantities with their unit: 6.8 GB, 320px
     r"|\bv?\d+(?:\.\d+)+\b"  # versions
+    r"|\b\d{1,3}(?:,\d{3})+\b"  # 43,200 (not "43" and "200")
     r"|\b\d{2,}[\w%]*\b"  # numbers, ports, sizes
     r"|[\w.-]*[/.][\w./-]*\w"  # paths, dotted names
     r"|\b[A-Za-z_]\w*(?:_\w+|[a-z][A-Z]\w*)\b"  # snake_case / camelCase
@@ -61,6 +67,7 @@ def _sentences(text: str) -> list[str]:
 
 SENTENCE_SHARE = 0.5
 LEAD = "I asked you about"
+ALSO = "Also mentioned:"
 
 
 class Digest:
@@ -68,13 +75,27 @@ class Digest:
 
     def __init__(self, previous_summary: str | None, messages: Sequence[Message]) -> None:
         units: list[tuple[str, str]] = []  # (speaker prefix, sentence)
-        if previous_summary:  # its lead sentence is written anew below
-            units += [("", s) for s in _sentences(previous_summary) if not s.startswith(LEAD)]
+        found: list[list[str]] = []  # what each sentence names
+        mentions: list[list[str]] = []  # the same, and each name an earlier summary listed
+        seen: set[str] = set()  # a line said twice (a code line quoted again) says nothing new
+
+        def add(speaker: str, sentence: str) -> None:
+            if sentence not in seen:
+                seen.add(sentence)
+                units.append((speaker, sentence))
+                found.append(entities(sentence))
+                mentions.append(found[-1])
+
+        for sentence in _sentences(previous_summary or ""):
+            if sentence.startswith(ALSO):  # our own list of names: each is a mention of its own
+                mentions += [[name] for name in sentence[len(ALSO) :].rstrip(".").split(", ")]
+            elif not sentence.startswith(LEAD):  # the lead is written anew below
+                add("", sentence)
         for message in messages:
             speaker = "I said" if message.role == "user" else "You said"
-            units += [(speaker, s) for s in _sentences(message.content)]
+            for sentence in _sentences(message.content):
+                add(speaker, sentence)
         n = len(units)
-        found = [entities(sentence) for _, sentence in units]
         scored = []
         for position, ((_, sentence), ents) in enumerate(zip(units, found, strict=True)):
             recency = 0.5 * position / max(1, n - 1)
@@ -83,11 +104,13 @@ class Digest:
         self.units = units
         self.costs = [estimate_tokens(f"{speaker}: {sentence}") + 1 for speaker, sentence in units]
         self.ranked = [position for _, position in sorted(scored, reverse=True)]
-        # every named thing, newest first: later values supersede earlier ones
-        self.entities = list(reversed(dict.fromkeys(e for ents in found for e in ents)))
+        self.named = [bool(ents) for ents in found]
+        self.entities = _spread(mentions)
         self.entity_costs = [estimate_tokens(e) + 1 for e in self.entities]
-        named = Counter(e for ents in found for e in ents).most_common(3)
-        self.lead = f"{LEAD} {', '.join(e for e, _ in named)}." if named else f"{LEAD} this."
+        names = [e for ms in mentions for e in ms]
+        self.first_seen = {e: i for i, e in enumerate(dict.fromkeys(names))}
+        top = Counter(names).most_common(3)
+        self.lead = f"{LEAD} {', '.join(e for e, _ in top)}." if top else f"{LEAD} this."
 
     def summary(self, target_tokens: int, sentence_share: float = SENTENCE_SHARE) -> str:
         """First person, as the user: a lead naming the topic, then `select`'s text."""
@@ -96,19 +119,23 @@ class Digest:
 
     def select(self, target_tokens: int, sentence_share: float = SENTENCE_SHARE) -> str:
         """Half the room for the densest sentences, then every named thing not yet covered,
-        then sentences again with what is left; sentences keep their conversation order."""
+        then sentences again with what is left; sentences keep their conversation order.
+
+        A sentence that names nothing ("Cool.", "Agreed.") only gets room that is left over."""
         budget = max(16, target_tokens)
         used = 0
         chosen: set[int] = set()
 
-        def take_sentences(limit: int) -> None:
+        def take_sentences(limit: int, *, named_only: bool) -> None:
             nonlocal used
             for position in self.ranked:
+                if named_only and not self.named[position]:
+                    continue
                 if position not in chosen and used + self.costs[position] <= limit:
                     chosen.add(position)
                     used += self.costs[position]
 
-        take_sentences(int(budget * sentence_share))
+        take_sentences(int(budget * sentence_share), named_only=True)
         covered = " ".join(self.units[i][1] for i in chosen).lower()
         missing: list[str] = []
         for ent, cost in zip(self.entities, self.entity_costs, strict=True):
@@ -116,14 +143,32 @@ class Digest:
                 missing.append(ent)
                 covered += " " + ent.lower()
                 used += cost
-        take_sentences(budget)
+        take_sentences(budget, named_only=False)
         lines = [
             f"{u[0]}: {u[1]}" if u[0] else u[1] for i, u in enumerate(self.units) if i in chosen
         ]
         text = " ".join(lines)
         if missing:
-            text += (" " if text else "") + "Also mentioned: " + ", ".join(reversed(missing)) + "."
+            missing.sort(key=self.first_seen.__getitem__)  # in conversation order
+            text += (" " if text else "") + f"{ALSO} " + ", ".join(missing) + "."
         return text
+
+
+def _spread(found: Sequence[Sequence[str]]) -> list[str]:
+    """Every named thing once, in the order a small cut should keep them: the first thing each
+    sentence names, newest sentence first, then each sentence's second, and so on.
+
+    A cut then covers the whole text (all of a topic's history, not only its latest exchange)
+    before it spends room on a second detail of any one sentence; newest first within a round
+    keeps a later value ahead of the one it superseded.
+    """
+    queues = [list(dict.fromkeys(ents)) for ents in reversed(found)]
+    order: dict[str, None] = {}
+    for depth in range(max(map(len, queues), default=0)):
+        for names in queues:
+            if depth < len(names):
+                order.setdefault(names[depth], None)
+    return list(order)
 
 
 class ExtractiveSummarizer:

@@ -1,0 +1,124 @@
+"""What the offline digest keeps when a topic has to fit a small share of the render."""
+
+from __future__ import annotations
+
+import asyncio
+
+from topicforest.engine import ContextWindow, WindowConfig
+from topicforest.engine.messages import Message
+from topicforest.engine.render import fit_summary
+from topicforest.engine.resolver import resolve_all
+from topicforest.engine.summarize import ExtractiveSummarizer
+from topicforest.engine.summarize.extractive import LEAD, Digest, entities
+
+
+def _messages(*texts: str) -> list[Message]:
+    return [
+        Message(i + 1, "t", "user" if i % 2 == 0 else "assistant", text, float(i), len(text) // 3)
+        for i, text in enumerate(texts)
+    ]
+
+
+def test_entities_keep_urls_settings_and_quantities_whole() -> None:
+    found = entities(
+        "Proxy /graphql to http://localhost:4000/graphql with changeOrigin, then run "
+        "--shm-size=8g and num_workers=6; the image is 6.8 GB for 43,200 rows, 320px wide. "
+        "The types are hand-written."
+    )
+    for whole in (
+        "http://localhost:4000/graphql",
+        "--shm-size=8g",
+        "num_workers=6",
+        "6.8 GB",
+        "43,200",
+        "320px",
+    ):
+        assert whole in found
+    # no fragments: the tail of a hyphenated word is not a flag, a URL is not split up
+    assert "-written" not in found and "//localhost" not in found and "200" not in found
+
+
+# Eight exchanges of one topic; each names its own module and several more things after it.
+EXCHANGES = [
+    f"In src/step{i}.py rename load_{i} to fetch_{i}, keep retry_{i} and cache_{i} as they are."
+    for i in range(8)
+]
+
+
+def test_a_small_cut_names_something_from_every_exchange() -> None:
+    """Room for about a dozen names: the first of each exchange, not all of the latest ones."""
+    digest = Digest(None, _messages(*EXCHANGES))
+    text = digest.select(60, sentence_share=0.0)
+    for i in range(8):
+        assert f"src/step{i}.py" in text
+
+
+def test_names_an_earlier_summary_listed_each_count_on_their_own() -> None:
+    """A rolling summary's list of names stands for many earlier sentences, not for one."""
+    earlier = "I asked you about alpha. Also mentioned: " + ", ".join(
+        f"old_name_{i}" for i in range(8)
+    )
+    digest = Digest(earlier + ".", _messages(*EXCHANGES))
+    text = digest.select(90, sentence_share=0.0)
+    assert sum(f"old_name_{i}" in text for i in range(8)) >= 3
+    assert all(f"src/step{i}.py" in text for i in range(8))
+
+
+def test_listed_names_read_in_conversation_order() -> None:
+    text = Digest(None, _messages(*EXCHANGES)).select(60, sentence_share=0.0)
+    listed = text.split("Also mentioned: ", 1)[1].rstrip(".").split(", ")
+    assert [n for n in listed if n.startswith("src/")] == [f"src/step{i}.py" for i in range(8)]
+
+
+def test_a_cut_keeps_the_newer_of_two_values() -> None:
+    digest = Digest(
+        None,
+        _messages(
+            "Set request_timeout_ms=100 for now.",
+            "ok",
+            "Raise it: request_timeout_ms=250 after the test.",
+        ),
+    )
+    text = digest.select(16, sentence_share=0.0)
+    assert "request_timeout_ms=250" in text and "request_timeout_ms=100" not in text
+
+
+def test_chatter_only_gets_room_left_over() -> None:
+    names = ", ".join(f"opt_{i}" for i in range(30))
+    digest = Digest(None, _messages(f"Configure {names} in conf/app.yaml today please.", "Cool."))
+    assert "Cool" not in digest.select(40)
+    assert "Cool" in digest.select(2000)  # with room to spare it may still appear
+
+
+def test_a_repeated_line_is_kept_once() -> None:
+    line = "ENV PATH=/opt/venv/bin:$PATH"
+    digest = Digest(None, _messages(f"```\n{line}\n```", f"```\n{line}\nRUN make\n```"))
+    assert digest.select(400).count(line) == 1
+
+
+def test_render_cut_spends_no_room_on_a_lead() -> None:
+    """The topic header already names the topic; a cut summary goes straight to the facts."""
+    window = ContextWindow(WindowConfig(history_budget=1024))
+    for i, text in enumerate(EXCHANGES):
+        window.append("t", "user", text, timestamp=float(i))
+        window.append("t", "assistant", f"Done, step {i} passes.", timestamp=float(i))
+    window.flush_thread("t")
+    asyncio.run(resolve_all(window, ExtractiveSummarizer()))
+    (root,) = window.forest.live_roots()
+    summary = window.summaries[root].text
+    assert summary.startswith(LEAD)  # a summary shown on its own leads with what it is about
+    cut = fit_summary(window, root, summary, 40)
+    assert cut and LEAD not in cut
+
+
+def test_no_query_render_keeps_facts_from_the_whole_topic() -> None:
+    """A long topic cut to its share still names its early exchanges, not only the last ones."""
+    window = ContextWindow(WindowConfig(history_budget=512))
+    for i, text in enumerate(EXCHANGES * 2):
+        window.append("t", "user", text.replace("step", f"s{i // 8}_step"), timestamp=float(i))
+        window.append("t", "assistant", "Done.", timestamp=float(i))
+        window.graduate()
+    asyncio.run(resolve_all(window, ExtractiveSummarizer()))
+    text = window.render(thread_id="t").text()
+    early = [f"src/s0_step{i}.py" for i in range(8)]
+    assert sum(path in text for path in early) >= 7, text
