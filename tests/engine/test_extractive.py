@@ -111,6 +111,19 @@ def test_render_cut_spends_no_room_on_a_lead() -> None:
     assert cut and LEAD not in cut
 
 
+def test_render_cut_does_not_repeat_what_the_header_names() -> None:
+    window = ContextWindow(WindowConfig(history_budget=1024))
+    for i, text in enumerate(EXCHANGES):
+        window.append("t", "user", f"build_loader again: {text}", timestamp=float(i))
+        window.append("t", "assistant", "Done, build_loader passes.", timestamp=float(i))
+    window.flush_thread("t")
+    asyncio.run(resolve_all(window, ExtractiveSummarizer()))
+    (root,) = window.forest.live_roots()
+    assert "build_loader" in window.title(root)
+    cut = fit_summary(window, root, window.summaries[root].text, 40)
+    assert "src/step7.py" in cut and "build_loader" not in cut
+
+
 def test_no_query_render_keeps_facts_from_the_whole_topic() -> None:
     """A long topic cut to its share still names its early exchanges, not only the last ones."""
     window = ContextWindow(WindowConfig(history_budget=512))

@@ -274,7 +274,7 @@ def _topic_block(
             parts += [quote_message(m) for m in messages]
         elif room >= MIN_SUMMARY_ROOM:  # a live extractive digest of summary + new messages
             key = (root, window.forest.version(root), hash(tuple(recalled_ids)))
-            digest = _digest(window, key, summary.text if summary else None, messages)
+            digest = _digest(window, key, summary.text if summary else None, messages, title)
             parts.append(quote(digest.select(room - 2, RENDER_SENTENCE_SHARE)))
     body = "\n".join(parts)
     mode: Mode = ("summary+messages" if dirty else "summary") if summary else "messages"
@@ -302,19 +302,26 @@ def fit_summary(window: ContextWindow, root: int, text: str, room: int) -> str:
         return text
     if room < MIN_SUMMARY_ROOM:
         return ""
-    digest = _digest(window, (root, hash(text)), text, [])
+    title = window.title(root)
+    digest = _digest(window, (root, hash(text), hash(title)), text, [], title)
     return digest.select(room - 2, RENDER_SENTENCE_SHARE)  # no lead: the header names the topic
 
 
 def _digest(
-    window: ContextWindow, key: tuple[int, ...], previous: str | None, messages: list[Message]
+    window: ContextWindow,
+    key: tuple[int, ...],
+    previous: str | None,
+    messages: list[Message],
+    title: str,
 ) -> Digest:
-    """The window's cached digest for `key`, built on first use; the cache stays small."""
+    """The window's cached digest for `key`, built on first use; the cache stays small.
+
+    Names the topic's header (`title`) already shows are not offered again."""
     digest = window.summary_digests.get(key)
     if digest is None:
         if len(window.summary_digests) > 4 * window.config.max_topics + 64:
             window.summary_digests.clear()
-        digest = window.summary_digests[key] = Digest(previous, messages)
+        digest = window.summary_digests[key] = Digest(previous, messages, title)
     return digest
 
 

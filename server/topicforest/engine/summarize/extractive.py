@@ -73,7 +73,11 @@ ALSO = "Also mentioned:"
 class Digest:
     """A text cut into scored sentences and named things, ready to be cut to any size quickly."""
 
-    def __init__(self, previous_summary: str | None, messages: Sequence[Message]) -> None:
+    def __init__(
+        self, previous_summary: str | None, messages: Sequence[Message], known: str = ""
+    ) -> None:
+        """`known`: text the reader sees anyway (a render's topic header): its names are not
+        offered again."""
         units: list[tuple[str, str]] = []  # (speaker prefix, sentence)
         found: list[list[str]] = []  # what each sentence names
         mentions: list[list[str]] = []  # the same, and each name an earlier summary listed
@@ -86,10 +90,12 @@ class Digest:
                 found.append(entities(sentence))
                 mentions.append(found[-1])
 
-        for sentence in _sentences(previous_summary or ""):
-            if sentence.startswith(ALSO):  # our own list of names: each is a mention of its own
+        earlier = _sentences(previous_summary or "")
+        for sentence in earlier:  # our own lists of names: each name a mention of its own, and
+            if sentence.startswith(ALSO):  # older than the sentences that summary kept
                 mentions += [[name] for name in sentence[len(ALSO) :].rstrip(".").split(", ")]
-            elif not sentence.startswith(LEAD):  # the lead is written anew below
+        for sentence in earlier:
+            if not sentence.startswith((ALSO, LEAD)):  # the lead is written anew below
                 add("", sentence)
         for message in messages:
             speaker = "I said" if message.role == "user" else "You said"
@@ -105,7 +111,8 @@ class Digest:
         self.costs = [estimate_tokens(f"{speaker}: {sentence}") + 1 for speaker, sentence in units]
         self.ranked = [position for _, position in sorted(scored, reverse=True)]
         self.named = [bool(ents) for ents in found]
-        self.entities = _spread(mentions)
+        known = known.lower()
+        self.entities = _spread([[e for e in ms if e.lower() not in known] for ms in mentions])
         self.entity_costs = [estimate_tokens(e) + 1 for e in self.entities]
         names = [e for ms in mentions for e in ms]
         self.first_seen = {e: i for i, e in enumerate(dict.fromkeys(names))}
