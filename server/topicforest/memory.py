@@ -306,21 +306,24 @@ class WorkspaceMemory:
                 '"openai/<name>" with `topicForest.apiBase`) and put the provider\'s API key in '
                 "the environment (for example OPENAI_API_KEY). Topics work without a model."
             )
-        user = self.append(thread_id, "user", text, wake=False)
+        with self._unsynced():  # its fsync overlaps the model call; done before the reply
+            user = self.append(thread_id, "user", text, wake=False)
         context = self.render(query=text, active_file=active_file, thread_id=thread_id)
         messages = [{"role": "system", "content": SYSTEM_PROMPT}, *context.messages]
         parts: list[str] = []
         usage: Usage | None = None
         cancelled = False
         to_model = 0.0
+        synced: asyncio.Future[None] | None = None
         try:
             pieces = self.chat_model.stream(messages)
             to_model = time.perf_counter() - received  # the stream's first step sends the request
             self.critical_path.append(to_model)
             async for delta, piece_usage in pieces:
                 usage = piece_usage or usage
-                if not parts:
-                    self.kick()  # the request is out: upkeep may use the CPU while the model writes
+                if synced is None:  # the request is out: disk and upkeep may have their turn
+                    synced = asyncio.ensure_future(self._sync())
+                    self.kick()
                 if delta:
                     on_delta(len(parts), delta)
                     parts.append(delta)
@@ -331,6 +334,7 @@ class WorkspaceMemory:
             raise ProviderError(f"The chat model {model} failed: {short_error(exc)}") from exc
         finally:
             self.kick()
+            await (synced or self._sync())
         reply = self._store_reply(thread_id, parts, cancelled=cancelled)
         log.debug("turn %s: %.3f ms from receipt to the model call", turn_id, 1000 * to_model)
         return ChatOutcome(
@@ -344,6 +348,14 @@ class WorkspaceMemory:
             reply_message=reply,
             context=context,
         )
+
+    def _unsynced(self) -> contextlib.AbstractContextManager[None]:
+        return self.binding.store.unsynced() if self.binding else contextlib.nullcontext()
+
+    async def _sync(self) -> None:
+        """Put this process's commits on disk (off the loop: an fsync can take milliseconds)."""
+        if self.binding is not None:
+            await asyncio.to_thread(self.binding.store.sync)
 
     def _store_reply(self, thread_id: str, parts: list[str], *, cancelled: bool) -> Message | None:
         text = "".join(parts)
@@ -422,7 +434,9 @@ class WorkspaceMemory:
             if self._closed:
                 return
             try:
-                await self.maintain(idle=quiet > 0, settle=quiet >= self.settle_seconds)
+                with self._unsynced():  # upkeep's commits never hold the loop up on an fsync:
+                    await self.maintain(idle=quiet > 0, settle=quiet >= self.settle_seconds)
+                await self._sync()  # they reach the disk from a worker thread after each round
             except Exception:  # keep serving; the next append retries
                 log.exception("maintenance of %s failed", self.key)
 

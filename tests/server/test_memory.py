@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
 
 from topicforest.memory import ProgressStage, WorkspaceMemory
 from topicforest.server.config import Settings
+from topicforest.testing.stub_llm import StubLLM
 
 from .conftest import SAMPLE
 
@@ -41,8 +48,12 @@ async def test_upkeep_graduates_and_summarizes_in_the_background() -> None:
     try:
         assert memory.window.dirty_topic_ids() == []  # nothing graduates inside append
 
-        async def settled() -> None:
-            while not memory.topics() or memory.window.dirty_topic_ids():
+        async def settled() -> None:  # summaries applied, and the progress report closed
+            while (
+                not memory.topics()
+                or memory.window.dirty_topic_ids()
+                or events.progress[-1:] != ["end"]
+            ):
                 await asyncio.sleep(0.01)
 
         await asyncio.wait_for(settled(), 30)
@@ -95,3 +106,38 @@ async def test_used_tokens_follow_every_change() -> None:
         assert fresh()
     finally:
         await memory.close()
+
+
+async def test_a_chat_turn_sends_before_it_fsyncs_and_acknowledges_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loop_fsyncs: list[float] = []  # fsyncs that held the event loop up
+    loop_thread = threading.get_ident()
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        if threading.get_ident() == loop_thread:
+            loop_fsyncs.append(time.time())
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    async with StubLLM() as stub:
+        settings = Settings(chat_model="openai/c", api_base=stub.base_url, store_path=str(tmp_path))
+        memory = WorkspaceMemory(tmp_path.as_uri(), settings)
+        memory.start()
+        try:
+            await memory.chat("t", "1", "warm up: the first turn creates the WAL")
+            received = time.time()
+            outcome = await memory.chat("t", "2", "Where is parse_config defined?")
+            store = memory.binding.store if memory.binding else None
+            assert store is not None and store._synced == store._commits  # acked means on disk
+            # Nothing held the loop on an fsync between the question and the request going out;
+            # the question's own fsync overlapped the model call, in a worker thread.
+            sent = stub.requests[-1].started
+            assert not [t for t in loop_fsyncs if received <= t < sent]
+            assert [m.id for m in memory.history("t")][-2:] == [
+                outcome.user_message.id,
+                outcome.reply_message.id if outcome.reply_message else -1,
+            ]
+        finally:
+            await memory.close()

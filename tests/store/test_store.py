@@ -76,6 +76,32 @@ def test_append_is_durable_before_it_returns(store: Store, db_path: Path) -> Non
     other.close()
 
 
+def test_every_commit_is_fsynced_before_it_is_acknowledged(
+    store: Store, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    window = store.open_window()
+    window.append("t", "user", "warm up, so the WAL file exists")
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.fstat(fd).st_ino)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    wal = db_path.with_name(db_path.name + "-wal").stat().st_ino
+    window.append("t", "assistant", "an ordinary append syncs before it returns")
+    assert synced == [wal]
+    with store.unsynced():  # a chat turn's question: committed now, synced during the model call
+        window.append("t", "user", "deferred")
+        window.append("t", "assistant", "also deferred")
+    assert synced == [wal]
+    store.sync()
+    assert synced == [wal, wal]
+    store.sync()  # nothing new: no second fsync
+    assert synced == [wal, wal]
+
+
 def test_invalid_message_stores_nothing(store: Store) -> None:
     window = store.open_window()
     window.append("t", "user", "first")

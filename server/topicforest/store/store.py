@@ -16,6 +16,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -34,6 +35,7 @@ from topicforest.store.state import MESSAGE_COLUMNS, Mirror, row_to_message
 from topicforest.store.state import _set_meta as set_meta
 
 T = TypeVar("T")
+_UNSYNCED: ContextVar[bool] = ContextVar("topicforest_unsynced", default=False)
 TITLE_CHARS = 80
 
 
@@ -69,6 +71,10 @@ class Store:
         self._rev = 0  # the rev the open write transaction writes with
         self._wrote = False
         self._data_version = self._pragma("data_version")
+        self._commits = 0  # write transactions committed by this connection
+        self._synced = 0  # how many of them are known to be on disk
+        self._sync_lock = threading.Lock()
+        self._wal_fd: int | None = None
 
     @classmethod
     def for_workspace(
@@ -107,6 +113,43 @@ class Store:
         with self._lock:
             self.lease.release()
             self.conn.close()
+            if self._wal_fd is not None:  # after SQLite's own handles: closing an fd drops
+                os.close(self._wal_fd)  # the process's POSIX locks on that file
+                self._wal_fd = None
+
+    # -- durability ----------------------------------------------------------------------------
+    def sync(self) -> None:
+        """Put every commit made so far on disk (fsync the WAL), if not already there.
+
+        What `PRAGMA synchronous = FULL` would do after each commit, done where a change is
+        acknowledged instead; safe to call from a worker thread while others commit.
+        """
+        target = self._commits
+        if self._synced >= target:
+            return
+        with self._sync_lock:
+            if self._synced >= target:
+                return
+            try:
+                if self._wal_fd is None:
+                    self._wal_fd = os.open(f"{self.path}-wal", os.O_RDWR)
+                os.fsync(self._wal_fd)
+            except OSError as exc:
+                raise StoreError(f"cannot flush the memory database {self.path}: {exc}") from exc
+            self._synced = max(self._synced, target)
+
+    @staticmethod
+    @contextmanager
+    def unsynced() -> Iterator[None]:
+        """Commits the current task makes inside return before they are on disk: it must
+        `sync()` before it acknowledges them (a chat turn overlaps that fsync with the model
+        call; upkeep syncs off the loop after each round). Task-local: other tasks' commits,
+        interleaved at awaits, still sync."""
+        token = _UNSYNCED.set(True)
+        try:
+            yield
+        finally:
+            _UNSYNCED.reset(token)
 
     # -- transactions ------------------------------------------------------------------------
     @contextmanager
@@ -130,6 +173,7 @@ class Store:
                 if self._wrote:
                     set_meta(self.conn, "rev", self._rev)
                 self.conn.execute("COMMIT")
+                self._commits += 1
                 if self._wrote:
                     self.mirror.rev = self._rev
             except BaseException as exc:
@@ -140,6 +184,8 @@ class Store:
             finally:
                 self._depth = 0
                 self._wrote = False
+            if not _UNSYNCED.get():
+                self.sync()
 
     def touch(self) -> None:
         """Mark the open transaction as having written rows tagged with its rev."""

@@ -95,6 +95,8 @@ def warm(ls: TopicForestServer) -> None:
         window = await asyncio.to_thread(model_window, settings.chat_model)
         if ls.settings is settings:  # not superseded meanwhile
             ls.workspaces.configure(settings, window)
+            for memory in list(ls.workspaces.memories.values()):
+                await memory.chat_model.route()  # so the first turn finds its route resolved
             log.info("litellm ready; chat model window: %s tokens", window or "unknown")
 
     ls.spawn(run(), "warm-litellm")
