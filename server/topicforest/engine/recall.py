@@ -61,9 +61,9 @@ class RecallIndex:
         scale = 0.5 * n / self._total_root_length  # penalty 0.5 + 0.5 * sqrt(len) / mean
         lengths = self.root_lengths
         # Among equally good matches the newer wins: a later message may supersede a value.
-        newest = self._newest
-        ranked = (
-            (mid, score * (1 + RECENCY_BONUS * mid / newest) / (0.5 + lengths[mid] * scale))
+        bonus = RECENCY_BONUS / self._newest
+        ranked = [  # (score, id) pairs compare without a key function: this runs every render
+            (score * (1 + bonus * mid) / (0.5 + lengths[mid] * scale), mid)
             for mid, score in scores.items()
-        )
-        return heapq.nlargest(limit, ranked, key=lambda pair: pair[1])
+        ]
+        return [(mid, score) for score, mid in heapq.nlargest(limit, ranked)]

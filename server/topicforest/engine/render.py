@@ -347,6 +347,8 @@ def _recall(window: ContextWindow, qvec: Counter[str], room: int) -> dict[int, l
     chosen: dict[int, list[Recalled]] = {}
     used = 0
     for (message_id, root), message in zip(hits, messages, strict=True):
+        if used + message.tokens > room:  # its quoted line costs more still: skip the quoting
+            continue
         line = quote_message(message)
         cost = window.count(line) + 1
         if used + cost > room:

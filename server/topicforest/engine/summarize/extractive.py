@@ -9,6 +9,7 @@ block; only its lines that name things survive.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -18,6 +19,7 @@ from topicforest.engine.messages import Message
 from topicforest.engine.summarize.base import SummaryRequest, SummaryResult
 from topicforest.engine.tokens import estimate_tokens
 
+CACHED_TEXT = 600  # characters: longer sentences are rare and not worth keeping around
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])")
 _ENTITY = re.compile(
     r"\b[a-z][a-z0-9+.-]*://[^\s`'\"<>()\[\]]+"  # URLs, whole (host, port and path together)
@@ -33,7 +35,18 @@ _ENTITY = re.compile(
 )
 
 
-def entities(text: str) -> list[str]:
+def entities(text: str) -> tuple[str, ...]:
+    """The named things in `text`, in order (remembered for short texts: a render that rebuilds
+    a digest meets the same sentences again)."""
+    return _short_entities(text) if len(text) <= CACHED_TEXT else _entities(text)
+
+
+@functools.lru_cache(maxsize=2048)
+def _short_entities(text: str) -> tuple[str, ...]:
+    return _entities(text)
+
+
+def _entities(text: str) -> tuple[str, ...]:
     found = []
     for match in _ENTITY.findall(text):
         token = match.strip(".,:;()")
@@ -44,7 +57,7 @@ def entities(text: str) -> list[str]:
         ):
             continue
         found.append(token)
-    return found
+    return tuple(found)
 
 
 def _sentences(text: str) -> list[str]:
@@ -79,8 +92,8 @@ class Digest:
         """`known`: text the reader sees anyway (a render's topic header): its names are not
         offered again."""
         units: list[tuple[str, str]] = []  # (speaker prefix, sentence)
-        found: list[list[str]] = []  # what each sentence names
-        mentions: list[list[str]] = []  # the same, and each name an earlier summary listed
+        found: list[Sequence[str]] = []  # what each sentence names
+        mentions: list[Sequence[str]] = []  # the same, and each name an earlier summary listed
         seen: set[str] = set()  # a line said twice (a code line quoted again) says nothing new
 
         def add(speaker: str, sentence: str) -> None:
