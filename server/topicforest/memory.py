@@ -413,6 +413,12 @@ class WorkspaceMemory:
         self.window = self.binding.window
         log.info("memory of %s stored in %s", self.key, self.binding.store.path)
 
+    def refresh(self) -> None:
+        """Load what other windows committed now: what the store watcher does once started
+        (`early` answers before it runs). Raises StoreError."""
+        if self.binding is not None and self.binding.store.refresh():
+            self._external_change()
+
     def _external_change(self) -> None:
         """Another window committed: our window has reloaded; tell the client, maintain."""
         self._emit("external", None)

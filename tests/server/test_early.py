@@ -9,8 +9,11 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
 import re
 import shutil
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -254,3 +257,76 @@ def test_only_the_reply_to_the_replayed_initialize_is_dropped() -> None:
     for data in (later, reply):  # pygls could not read the replay: nothing is dropped
         writer.write(data)
     assert out.getvalue() == later + reply
+
+
+class FrontRun:
+    """A Front serving in a thread: frames written to its stdin pipe, answers read from its
+    stdout; pygls counts as loaded once `loaded` is set."""
+
+    def __init__(self) -> None:
+        read, self.stdin = os.pipe()
+        self.out = io.BytesIO()
+        self.loaded = threading.Event()
+        self.front = early.Front(os.fdopen(read, "rb"), self.out, load=self.loaded.wait)
+        self.thread = threading.Thread(target=self.front.serve)
+        self.thread.start()
+        self.sent: list[bytes] = []
+
+    def send(self, payload: dict[str, Any]) -> None:
+        data = early.frame(payload)
+        self.sent.append(data)
+        os.write(self.stdin, data)
+
+    def answer(self, msg_id: int) -> Any:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            for chunk in self.out.getvalue().split(b"Content-Length: ")[1:]:
+                message = json.loads(chunk.partition(b"\r\n\r\n")[2])
+                if message.get("id") == msg_id:
+                    return message["result"]
+            time.sleep(0.01)
+        raise TimeoutError(msg_id)
+
+    def hand_over(self) -> None:
+        self.loaded.set()
+        self.thread.join(10)
+        os.close(self.stdin)
+        self.front.take_logs()
+
+
+async def test_front_answers_from_the_store_until_pygls_is_loaded(tmp_path: Path) -> None:
+    [store_dir, _] = await stored_workspace(tmp_path)
+    run = FrontRun()
+    try:
+        initialize = {
+            "processId": None,
+            "capabilities": {},
+            "workspaceFolders": [{"uri": tmp_path.as_uri(), "name": "ws"}],
+            "initializationOptions": {"topicForest": {"storePath": str(store_dir)}},
+        }
+        run.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize})
+        assert run.answer(1)["capabilities"] == early.capabilities({})
+        run.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        list_topics = {"jsonrpc": "2.0", "method": early.PREFIX + "listTopics", "params": {}}
+        run.send({**list_topics, "id": 2})
+        topic = run.answer(2)["topics"][0]["id"]
+        other = Store.for_workspace(tmp_path, store_dir)  # another window drops a topic
+        other.open_window().drop(topic)
+        other.close()
+        run.send({**list_topics, "id": 3})
+        assert any(t["id"] == topic and t["dropped"] for t in run.answer(3)["topics"])
+        run.send({**list_topics, "id": 4, "params": {"workspaceUri": "file:///elsewhere"}})
+        run.send({**list_topics, "id": 5})  # after one it could not answer: pygls' turn
+        time.sleep(0.2)
+        assert run.front.answered == 3
+    finally:
+        run.hand_over()
+    front = run.front
+    assert not run.thread.is_alive()
+    assert front.buffer == run.sent[-2] + run.sent[-1]  # read, not answered: pygls reads them
+    replayed = front.reader(io.BytesIO()).read(10**6)
+    initialize_again = json.loads(replayed.split(b"\r\n\r\n")[1].split(b"Content-Length")[0])
+    assert initialize_again["id"] == early.REPLAY_ID and initialize_again["params"] == initialize
+    assert replayed.endswith(run.sent[1] + run.sent[-2] + run.sent[-1])
+    assert front.workspaces is not None
+    await front.workspaces.close()

@@ -8,7 +8,8 @@ and the protocol table loaded:
 1. `initialize` is answered at once, with the capabilities pygls announces (`capabilities`); the
    workspaces then open their stores, and a thread starts importing the pygls server.
 2. Until that import is done, `initialized`, `activeFileChanged` and the read-only requests in
-   EARLY_REQUESTS are handled here, by the handlers pygls would call, through `rpc.call`.
+   EARLY_REQUESTS are handled here, by the handlers pygls would call, through `rpc.call`, each
+   after loading what other windows committed (the store watcher starts with pygls).
 3. Then pygls takes over the stream: it is first handed the `initialize` (its answer dropped: the
    client has one) and `initialized` handled here, then every byte not handled yet. The
    workspaces, stores open, carry over. pygls also takes over early, waiting for the import, as
@@ -28,6 +29,7 @@ import os
 import re
 import select
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, BinaryIO, cast
@@ -151,9 +153,20 @@ def frame(payload: dict[str, Any]) -> bytes:
     return header + body
 
 
+def load_server() -> None:
+    importlib.import_module(SERVER_MODULE)
+
+
 class Front:
-    def __init__(self, stdin: BinaryIO, stdout: BinaryIO, log_level: int = logging.INFO) -> None:
-        self.stdin_fd = stdin.fileno()
+    def __init__(
+        self,
+        stdin: BinaryIO,
+        stdout: BinaryIO,
+        log_level: int = logging.INFO,
+        load: Callable[[], None] = load_server,
+    ) -> None:
+        self.stdin = stdin  # read here through its fd, unbuffered: pygls reads on from it
+        self.load = load  # runs on a thread; returning means pygls can take over
         self.stdout = stdout
         self.workspaces: Workspaces | None = None
         self.buffer = b""  # read, not handled: pygls reads it first
@@ -176,7 +189,7 @@ class Front:
                         break
                     continue
                 body, size = found
-                self._handle(body)
+                self._handle(body, self.buffer[:size])
                 self.buffer = self.buffer[size:]
         except NotHere as exc:
             log.debug("pygls takes over: %s", exc)
@@ -189,21 +202,21 @@ class Front:
 
     def _read(self) -> bool:
         """Wait for input; False once pygls is loaded or the input ended (pygls' turn)."""
-        ready, _, _ = select.select([self.stdin_fd, self._loaded_r], [], [])
+        ready, _, _ = select.select([self.stdin.fileno(), self._loaded_r], [], [])
         if self._loaded_r in ready:
             return False
-        data = os.read(self.stdin_fd, 65536)
+        data = os.read(self.stdin.fileno(), 65536)
         self.buffer += data
         return bool(data)
 
     def _load(self) -> None:
         try:  # an error here is printed, then raised again by run_stdio's own import
-            importlib.import_module(SERVER_MODULE)
+            self.load()
         finally:
             os.write(self._loaded_w, b"!")
 
     # -- messages ----------------------------------------------------------------------------
-    def _handle(self, body: bytes) -> None:
+    def _handle(self, body: bytes, raw: bytes) -> None:
         try:
             message = json.loads(body)
         except ValueError as exc:
@@ -212,7 +225,7 @@ class Front:
             raise NotHere("not a JSON-RPC message")
         method, params = message.get("method"), message.get("params")
         if "id" not in message:
-            self._notification(method, params, body)
+            self._notification(method, params, raw)
             return
         if method == "initialize" and self.workspaces is None:
             result = self._initialize(params)
@@ -227,9 +240,9 @@ class Front:
         if method == "initialize":
             self._after_initialize()
 
-    def _notification(self, method: Any, params: object, body: bytes) -> None:
+    def _notification(self, method: Any, params: object, raw: bytes) -> None:
         if method == "initialized" and self.workspaces is not None:
-            self.replay.append(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            self.replay.append(raw)
         elif method in EARLY_NOTIFICATIONS and self.workspaces is not None:
             self._call(EARLY_NOTIFICATIONS[method], method, params)
         else:
@@ -238,6 +251,8 @@ class Front:
     def _call(self, handler: Handler, method: str, params: object) -> Any:
         assert self.workspaces is not None
         try:
+            for memory in self.workspaces.memories.values():
+                memory.refresh()  # what other windows did meanwhile (the watcher is not running)
             return call(handler, Memories(self.workspaces), BY_NAME[method], params)
         except Exception as exc:
             raise NotHere(f"{method} failed here: {exc}") from exc
