@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -100,11 +100,15 @@ class ChatModel:
         return self._route
 
     async def stream(
-        self, messages: list[dict[str, str]]
+        self, messages: list[dict[str, str]], on_sent: Callable[[], None] = lambda: None
     ) -> AsyncIterator[tuple[str | None, Usage | None]]:
-        """Yield (text delta, usage) pairs as they arrive; either may be None."""
+        """Yield (text delta, usage) pairs as they arrive; either may be None. `on_sent` runs
+        when the request's first bytes are written (direct path) or handed to litellm."""
         route = await self.route()
-        pieces = self._direct(route, messages) if route.url else self._litellm(messages)
+        if route.url:
+            pieces = self._direct(route, messages, on_sent)
+        else:
+            pieces = self._litellm(messages, on_sent)
         async for piece in pieces:
             yield piece
 
@@ -114,14 +118,18 @@ class ChatModel:
             self._session = None
 
     async def _direct(
-        self, route: Route, messages: list[dict[str, str]]
+        self, route: Route, messages: list[dict[str, str]], on_sent: Callable[[], None]
     ) -> AsyncIterator[tuple[str | None, Usage | None]]:
         import aiohttp
 
         assert route.url is not None
         if self._session is None:
+            trace = aiohttp.TraceConfig()
+            trace.on_request_headers_sent.append(_headers_sent)
             self._session = aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=self.timeout), trust_env=True
+                timeout=aiohttp.ClientTimeout(total=self.timeout),
+                trust_env=True,
+                trace_configs=[trace],
             )
         body = {
             "model": route.name,
@@ -131,7 +139,10 @@ class ChatModel:
         }
         try:
             async with self._session.post(
-                route.url, data=json.dumps(body), headers=route.headers
+                route.url,
+                data=json.dumps(body),
+                headers=route.headers,
+                trace_request_ctx={"on_sent": on_sent},
             ) as response:
                 if response.status >= 400:
                     raise ChatModelError(await _error_text(response))
@@ -152,9 +163,10 @@ class ChatModel:
             raise ChatModelError(f"{route.url}: {exc}") from exc
 
     async def _litellm(
-        self, messages: list[dict[str, str]]
+        self, messages: list[dict[str, str]], on_sent: Callable[[], None]
     ) -> AsyncIterator[tuple[str | None, Usage | None]]:
         litellm = await asyncio.to_thread(load_litellm)  # imported once; cheap afterwards
+        on_sent()  # what litellm then does before its bytes leave is not visible from here
         stream = await litellm.acompletion(
             model=self.model,
             messages=messages,
@@ -170,6 +182,10 @@ class ChatModel:
                 yield delta, _usage(getattr(chunk, "usage", None))
         finally:
             await asyncio.shield(stream.aclose())
+
+
+async def _headers_sent(session: Any, context: Any, params: Any) -> None:
+    context.trace_request_ctx["on_sent"]()
 
 
 def _chunk_piece(data: bytes) -> tuple[str | None, Usage | None]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import re
@@ -147,7 +148,8 @@ class WorkspaceMemory:
         self.chat_model = self._chat_model()
         self.thread_messages: dict[str, list[int]] = {}
         self.active_file: str | None = None
-        self.critical_path: deque[float] = deque(maxlen=1000)  # seconds, chat receive -> model
+        # seconds from receiving a chat turn to its request's first bytes leaving for the model
+        self.critical_path: deque[float] = deque(maxlen=1000)
         self.idle_seconds = IDLE_SECONDS
         self.settle_seconds = settle_seconds()
         self._changes = 0  # bumped by every change that can alter a render
@@ -313,13 +315,16 @@ class WorkspaceMemory:
         parts: list[str] = []
         usage: Usage | None = None
         cancelled = False
-        to_model = 0.0
+        sent = 0.0
         synced: asyncio.Future[None] | None = None
+
+        def on_sent() -> None:
+            nonlocal sent
+            sent = time.perf_counter()
+            self.critical_path.append(sent - received)
+
         try:
-            pieces = self.chat_model.stream(messages)
-            to_model = time.perf_counter() - received  # the stream's first step sends the request
-            self.critical_path.append(to_model)
-            async for delta, piece_usage in pieces:
+            async for delta, piece_usage in self.chat_model.stream(messages, on_sent):
                 usage = piece_usage or usage
                 if synced is None:  # the request is out: disk and upkeep may have their turn
                     synced = asyncio.ensure_future(self._sync())
@@ -336,7 +341,12 @@ class WorkspaceMemory:
             self.kick()
             await (synced or self._sync())
         reply = self._store_reply(thread_id, parts, cancelled=cancelled)
-        log.debug("turn %s: %.3f ms from receipt to the model call", turn_id, 1000 * to_model)
+        if sent:
+            log.debug(
+                "turn %s: %.3f ms from receipt to the first byte sent",
+                turn_id,
+                1000 * (sent - received),
+            )
         return ChatOutcome(
             thread_id=thread_id,
             turn_id=turn_id,
@@ -412,6 +422,7 @@ class WorkspaceMemory:
             return
         self.window = self.binding.window
         log.info("memory of %s stored in %s", self.key, self.binding.store.path)
+        gc.freeze()  # the loaded memory and every import are long-lived: keep them out of GC scans
 
     def refresh(self) -> None:
         """Load what other windows committed now: what the store watcher does once started

@@ -54,7 +54,7 @@ def sample_texts() -> list[str]:
 
 
 TEXTS = sample_texts()
-TURN_LOG = re.compile(r"turn (\S+): ([0-9.]+) ms from receipt to the model call")
+TURN_LOG = re.compile(r"turn (\S+): ([0-9.]+) ms from receipt to the first byte sent")
 SERVE_DEBUG = [*SERVE, "--log-level", "DEBUG"]
 
 
