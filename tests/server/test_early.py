@@ -88,6 +88,7 @@ async def read_everything(client: Client) -> list[Any]:
 
 def answered_early(client: Client) -> int:
     found = [ANSWERED.search(m.message) for m in client.log_messages]
+    assert not [m for m in client.log_messages if m.type == types.MessageType.Error]
     return max((int(m.group(1)) for m in found if m), default=0)
 
 
@@ -243,12 +244,14 @@ def test_pygls_reads_the_replay_then_the_stream() -> None:
     assert stream.readline() == b""
 
 
-def test_only_the_reply_to_the_replayed_initialize_is_dropped() -> None:
+def test_only_the_reply_to_the_replayed_initialize_is_dropped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     log = early.frame({"jsonrpc": "2.0", "method": "window/logMessage", "params": {}})
     reply = early.frame({"id": early.REPLAY_ID, "jsonrpc": "2.0", "result": {}})
     later = early.frame({"id": 7, "jsonrpc": "2.0", "result": {}})
     out = io.BytesIO()
-    writer = early.DropReply(out, early.REPLAY_ID)
+    writer = early.DropReply(out, early.REPLAY_ID, {})
     for data in (log, reply, later, reply):
         writer.write(data)
     assert out.getvalue() == log + later + reply  # dropped once, the first time only
@@ -257,6 +260,11 @@ def test_only_the_reply_to_the_replayed_initialize_is_dropped() -> None:
     for data in (later, reply):  # pygls could not read the replay: nothing is dropped
         writer.write(data)
     assert out.getvalue() == later + reply
+    assert "refused the client's initialize" in caplog.text
+    caplog.clear()
+    writer = early.DropReply(io.BytesIO(), early.REPLAY_ID, {"capabilities": {}})
+    writer.write(reply)  # a reply that differs from the early answer is reported
+    assert "initialize answered early" in caplog.text
 
 
 class FrontRun:

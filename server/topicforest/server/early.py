@@ -171,6 +171,7 @@ class Front:
         self.workspaces: Workspaces | None = None
         self.buffer = b""  # read, not handled: pygls reads it first
         self.replay: list[bytes] = []  # frames handled here that pygls must see too
+        self.initialize_result: dict[str, Any] | None = None  # as answered here
         self.answered = 0
         self._loader: threading.Thread | None = None
         self._loaded_r = self._loaded_w = -1  # a byte on this pipe: pygls is loaded
@@ -228,7 +229,7 @@ class Front:
             self._notification(method, params, raw)
             return
         if method == "initialize" and self.workspaces is None:
-            result = self._initialize(params)
+            result = self.initialize_result = self._initialize(params)
             self.replay.append(frame({**message, "id": REPLAY_ID}))
         elif method in EARLY_REQUESTS and self.workspaces is not None:
             result = self._call(EARLY_REQUESTS[method], method, params)
@@ -307,7 +308,7 @@ class Front:
         """stdout, minus pygls' answer to the replayed `initialize`."""
         if not self.replay:
             return stdout
-        return cast(BinaryIO, DropReply(stdout, REPLAY_ID))
+        return cast(BinaryIO, DropReply(stdout, REPLAY_ID, self.initialize_result))
 
 
 def _folder(value: object) -> bool:
@@ -335,15 +336,17 @@ class Prefixed:
 
 
 class DropReply:
-    """The stdout pygls writes to, minus its reply to request `msg_id`.
+    """The stdout pygls writes to, minus its reply to request `msg_id`, which is checked against
+    the `expected` result (what the client got from `early`): a difference is logged.
 
     pygls writes one frame per write, and the replayed `initialize` is the first request it
     reads and answers (at once: its handler is synchronous), so only its first reply is checked.
     """
 
-    def __init__(self, out: BinaryIO, msg_id: str) -> None:
+    def __init__(self, out: BinaryIO, msg_id: str, expected: object = None) -> None:
         self.out = out
         self.msg_id: str | None = msg_id
+        self.expected = expected
 
     def write(self, data: bytes) -> int:
         if self.msg_id is not None:
@@ -353,9 +356,11 @@ class DropReply:
                 message = {"method": None}
             if isinstance(message, dict) and "method" not in message:  # the first reply
                 ours, self.msg_id = message.get("id") == self.msg_id, None
-                if ours and "error" not in message:
-                    return len(data)
-                log.error("the language server did not accept the client's initialize: %s", data)
+                result = message.get("result")
+                if not ours or "error" in message:
+                    log.error("the language server refused the client's initialize: %s", data)
+                elif result != self.expected:
+                    log.error("initialize answered early: %s; by pygls: %s", self.expected, result)
                 if ours:
                     return len(data)
         return self.out.write(data)

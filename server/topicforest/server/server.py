@@ -59,5 +59,7 @@ class TopicForestServer(LanguageServer):
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))
 
     def supports_progress(self) -> bool:
-        window = self.client_capabilities.window
+        # unset if pygls could not read the initialize `early` answered (docs/architecture.md)
+        capabilities = getattr(self.protocol, "client_capabilities", None)
+        window = capabilities.window if capabilities is not None else None
         return bool(window and window.work_done_progress)
