@@ -338,3 +338,23 @@ async def test_front_answers_from_the_store_until_pygls_is_loaded(tmp_path: Path
     assert replayed.endswith(run.sent[1] + run.sent[-2] + run.sent[-1])
     assert front.workspaces is not None
     await front.workspaces.close()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"{not json",
+        b'{"jsonrpc": "2.0", "id": 1, "method": ["initialize"], "params": {}}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": []}}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "topicForest/listTopics", "params": {}}',
+    ],
+)
+def test_what_the_front_cannot_read_is_left_to_pygls(body: bytes) -> None:
+    run = FrontRun()
+    data = b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    os.write(run.stdin, data)
+    run.thread.join(10)  # returns at once: nothing answered, nothing loading
+    run.hand_over()
+    assert run.front.answered == 0 and run.front.workspaces is None
+    assert run.front.reader(io.BytesIO(b"rest")).read(10**6) == data + b"rest"
+    assert run.front.writer(run.out) is run.out  # no replay: nothing of pygls' is dropped

@@ -190,10 +190,14 @@ class Front:
                         break
                     continue
                 body, size = found
-                self._handle(body, self.buffer[:size])
+                reply = self._handle(body, self.buffer[:size])  # NotHere: the frame is pygls'
                 self.buffer = self.buffer[size:]
+                if reply is not None:
+                    self._send(reply)
         except NotHere as exc:
             log.debug("pygls takes over: %s", exc)
+        except Exception:  # a bug here must not cost the session: pygls reads what is left
+            log.exception("early answers stopped; the language server takes over")
         if self._loader is not None:
             self._loader.join()
         os.close(self._loaded_r)
@@ -217,7 +221,8 @@ class Front:
             os.write(self._loaded_w, b"!")
 
     # -- messages ----------------------------------------------------------------------------
-    def _handle(self, body: bytes, raw: bytes) -> None:
+    def _handle(self, body: bytes, raw: bytes) -> dict[str, Any] | None:
+        """The reply to send, if any, once the frame is handled; NotHere if it is pygls'."""
         try:
             message = json.loads(body)
         except ValueError as exc:
@@ -225,9 +230,11 @@ class Front:
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             raise NotHere("not a JSON-RPC message")
         method, params = message.get("method"), message.get("params")
+        if not isinstance(method, str):
+            raise NotHere("not a request or notification")
         if "id" not in message:
             self._notification(method, params, raw)
-            return
+            return None
         if method == "initialize" and self.workspaces is None:
             result = self.initialize_result = self._initialize(params)
             self.replay.append(frame({**message, "id": REPLAY_ID}))
@@ -235,13 +242,16 @@ class Front:
             result = self._call(EARLY_REQUESTS[method], method, params)
         else:
             raise NotHere(f"{method} is pygls' to answer")
-        self.stdout.write(frame({"id": message["id"], "jsonrpc": "2.0", "result": result}))
+        return {"id": message["id"], "jsonrpc": "2.0", "result": result}
+
+    def _send(self, reply: dict[str, Any]) -> None:
+        self.stdout.write(frame(reply))
         self.stdout.flush()
         self.answered += 1
-        if method == "initialize":
+        if self._loader is None and self.workspaces is not None:  # initialize was answered
             self._after_initialize()
 
-    def _notification(self, method: Any, params: object, raw: bytes) -> None:
+    def _notification(self, method: str, params: object, raw: bytes) -> None:
         if method == "initialized" and self.workspaces is not None:
             self.replay.append(raw)
         elif method in EARLY_NOTIFICATIONS and self.workspaces is not None:
@@ -272,17 +282,18 @@ class Front:
         if process is not None and (not isinstance(process, int) or isinstance(process, bool)):
             raise NotHere("unusual processId")
         workspaces = Workspaces()
-        try:  # settings errors are shown at `initialized`, by the server
-            workspaces.initialize(
-                [f["uri"] for f in folders], root, params.get("initializationOptions")
-            )
+        try:
+            result = {
+                "capabilities": capabilities(params["capabilities"]),
+                "serverInfo": {"name": SERVER_NAME, "version": server_version()},
+            }
+            # settings errors are shown at `initialized`, by the server
+            options = params.get("initializationOptions")
+            workspaces.initialize([f["uri"] for f in folders], root, options)
         except Exception as exc:
             raise NotHere(f"initialize failed here: {exc}") from exc
         self.workspaces = workspaces
-        return {
-            "capabilities": capabilities(params["capabilities"]),
-            "serverInfo": {"name": SERVER_NAME, "version": server_version()},
-        }
+        return result
 
     def _after_initialize(self) -> None:
         """Open the stores (the first listTopics needs them), then load pygls meanwhile."""
