@@ -33,7 +33,8 @@ from topicforest.store import Store
 from .conftest import CAPABILITIES, SAMPLE, SERVER, SERVER_ENV, Client, make_client
 
 ANSWERED = re.compile(r"answered (\d+) request\(s\) while the language server loaded")
-SETTINGS = {"historyBudget": 512, "mergeThreshold": 7}  # 7: invalid, shown to the user once
+# mergeThreshold 7 is invalid: shown to the user once; an unknown key is logged once
+SETTINGS = {"historyBudget": 512, "mergeThreshold": 7, "unknownKey": 1}
 
 
 async def stored_workspace(folder: Path) -> list[Path]:
@@ -112,6 +113,8 @@ async def test_early_answers_equal_pygls_answers(tmp_path: Path) -> None:
             await client.wait_for(
                 early.PREFIX + "topicsChanged", lambda p, t=topic: p.get("topicIds") == [t]
             )
+            warned = [m.message for m in client.log_messages if "unknownKey" in m.message]
+            assert len(warned) == 1, warned
             runs.append((init, answers, shown, dropped, answered_early(client)))
         finally:
             await close(client)
