@@ -388,7 +388,7 @@ def run_stdio(log_level: int = logging.INFO) -> None:
     stdin, stdout = protect_stdout()  # before anything can print
     setup_stderr_logging(log_level)
     front = Front(stdin, stdout, log_level)
-    if os.environ.get(EARLY_ENV, "1") != "0":
+    if os.environ.get(EARLY_ENV, "1") != "0" and os.name == "posix":  # select() on pipes
         front.serve()
     from topicforest.server import app  # loaded by the front's thread by now, or here
 
