@@ -2,10 +2,12 @@
 
 - initialize round trip (process already started and idle), and spawn-to-initialized;
 - listTopics / renderContext round trips, p50/p95, with 10,000 stored messages;
-- the chat critical path: from sending `chat` to the stub model receiving the HTTP request
-  (stub-side timestamp), p50/p99, with a short and with a 10,000-message history. This is an upper
-  bound on the server's receive-to-first-byte time: it also includes the pipe, JSON parsing, and
-  the stub's own HTTP parsing.
+- the chat critical path (time from receiving `chat` to the first byte sent to the model),
+  p50/p99, with a short and with a 10,000-message history, three ways: inside the server (the
+  handler's receipt to aiohttp's "request headers sent" hook, logged at DEBUG); from this client
+  writing the request to that first byte (adds the pipe, pygls' parsing and any queueing in the
+  server); and from this client writing to the stub model's handler starting (adds the HTTP hop
+  and the stub's parsing, in a thread of this process).
 
 Targets (issue 3): initialize <= 300 ms, listTopics <= 5 ms p95, critical path <= 10 ms p99.
 """
@@ -54,7 +56,7 @@ def sample_texts() -> list[str]:
 
 
 TEXTS = sample_texts()
-TURN_LOG = re.compile(r"turn (\S+): ([0-9.]+) ms from receipt to the first byte sent")
+TURN_LOG = re.compile(r"turn (\S+): ([0-9.]+) ms from receipt to the first byte sent at ([0-9.]+)")
 SERVE_DEBUG = [*SERVE, "--log-level", "DEBUG"]
 
 
@@ -68,14 +70,15 @@ def ready(client: StdioClient) -> None:
         client.request(P + "notAMethod", {}, timeout=60)
 
 
-def server_side(client: StdioClient, prefix: str) -> list[float]:
-    """Receipt-to-model-call times the server logged (window/logMessage, DEBUG) for turns."""
-    out = []
+def server_log(client: StdioClient, prefix: str) -> dict[str, tuple[float, float]]:
+    """Per turn the server logged (window/logMessage, DEBUG): seconds from the handler receiving
+    it to the request's first byte written, and the wall-clock time of that byte."""
+    out = {}
     for method, params in client.notifications:
         if method == "window/logMessage":
             found = TURN_LOG.search(params["message"])
             if found and found.group(1).startswith(prefix):
-                out.append(float(found.group(2)) / 1000)
+                out[found.group(1)] = (float(found.group(2)) / 1000, float(found.group(3)))
     return out
 
 
@@ -96,15 +99,23 @@ def fill(client: StdioClient, total: int, batch: int = 32) -> None:
             print(f"  … {2 * (start + batch)} messages", file=sys.stderr, flush=True)
 
 
-def critical_path(client: StdioClient, stub: ThreadedStubLLM, runs: int) -> list[float]:
-    out = []
+def critical_path(client: StdioClient, stub: ThreadedStubLLM, runs: int) -> None:
+    """Chat turns one after the other; prints the three views of each turn's critical path."""
+    client.notifications.clear()
+    sent_at, at_stub = {}, {}
     for i in range(runs):
+        turn = f"c{i}"
         before = len(stub.requests)
-        sent = time.time()
-        client.request(P + "chat", {"threadId": "crit", "turnId": f"c{i}", "message": message(i)})
-        chats = [r for r in stub.requests[before:] if r.kind == "chat"]
-        out.append(chats[0].started - sent)
-    return out
+        sent_at[turn] = time.time()
+        client.request(P + "chat", {"threadId": "crit", "turnId": turn, "message": message(i)})
+        at_stub[turn] = next(r for r in stub.requests[before:] if r.kind == "chat").started
+    logged = server_log(client, "c")
+    inside = [logged[t][0] for t in sent_at]
+    to_byte = [logged[t][1] - sent_at[t] for t in sent_at]
+    to_stub = [at_stub[t] - sent_at[t] for t in sent_at]
+    print(f"  in the server (handler -> first byte written): {ms(inside, 50, 99)}")
+    print(f"  client write -> first byte written (+ pipe):   {ms(to_byte, 50, 99)}")
+    print(f"  client write -> stub handler (+ HTTP parse):   {ms(to_stub, 50, 99)}")
 
 
 def initialize_round_trips(runs: int) -> list[float]:
@@ -150,10 +161,8 @@ def main() -> int:
                 },
             )
             client.request(P + "chat", {"threadId": "w", "turnId": "w", "message": "warm up"})
-            short = critical_path(client, stub, 100)
-            print(f"chat critical path, short history:    {ms(short, 50, 99)}  (to the stub)")
-            inside = server_side(client, "c")
-            print(f"  of which in the server:             {ms(inside, 50, 99)}")
+            print("chat critical path, short history:")
+            critical_path(client, stub, 100)
             client.notifications.clear()
 
             started = time.perf_counter()
@@ -178,10 +187,8 @@ def main() -> int:
             topics = len(client.request(P + "listTopics", {})["topics"])
             print(f"listTopics round trip ({topics} topics):  {ms(listing, 50, 95)}")
             print(f"renderContext round trip:             {ms(render, 50, 95)}")
-            long = critical_path(client, stub, 100)
-            print(f"chat critical path, {stored} messages: {ms(long, 50, 99)}  (to the stub)")
-            inside = server_side(client, "c")
-            print(f"  of which in the server:             {ms(inside, 50, 99)}")
+            print(f"chat critical path, {stored} messages:")
+            critical_path(client, stub, 100)
         finally:
             client.close()
     return 0
