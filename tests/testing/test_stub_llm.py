@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import subprocess
 import sys
@@ -160,6 +161,22 @@ async def test_broken_sse_fails_mid_stream(stub: StubLLM, litellm: ModuleType) -
                 received.append(chunk.choices[0].delta.content)
     assert received and "".join(received) != echo_reply(USER)
     assert not stub.requests[0].ok
+
+
+async def test_a_client_hanging_up_mid_stream_is_recorded_not_an_error(
+    stub: StubLLM, caplog: pytest.LogCaptureFixture
+) -> None:
+    import aiohttp
+
+    stub.config.chunks, stub.config.chunk_latency = 20, 0.02
+    body = {"model": "x", "messages": USER, "stream": True}
+    async with aiohttp.ClientSession() as session:
+        async with session.post(stub.base_url + "/chat/completions", json=body) as response:
+            await response.content.readline()  # the first event, then hang up (a Stop)
+    while not stub.requests[0].hung_up:
+        await asyncio.sleep(0.02)
+    assert not stub.requests[0].ok
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
 async def test_hang_times_out_the_client(stub: StubLLM, litellm: ModuleType) -> None:

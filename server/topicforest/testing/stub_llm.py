@@ -74,6 +74,7 @@ class RequestRecord:
     reply: str = ""
     fault: Fault | None = None
     finished: float | None = None
+    hung_up: bool = False  # the client closed the connection before the stream ended
 
     @property
     def ok(self) -> bool:
@@ -270,7 +271,11 @@ class StubLLM:
             record.finished = time.time()
             return web.json_response(_completion(model, reply, usage))
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        return await self._stream(request, record, usage, include_usage)
+        try:
+            return await self._stream(request, record, usage, include_usage)
+        except ConnectionResetError:  # the client hung up mid-stream (a Stop): no error here
+            record.hung_up = True
+            return web.Response(status=499)
 
     async def _stream(
         self,
