@@ -170,9 +170,9 @@ async def test_a_client_hanging_up_mid_stream_is_recorded_not_an_error(
 
     stub.config.chunks, stub.config.chunk_latency = 20, 0.02
     body = {"model": "x", "messages": USER, "stream": True}
-    async with aiohttp.ClientSession() as session:
-        async with session.post(stub.base_url + "/chat/completions", json=body) as response:
-            await response.content.readline()  # the first event, then hang up (a Stop)
+    url = stub.base_url + "/chat/completions"
+    async with aiohttp.ClientSession() as session, session.post(url, json=body) as response:
+        await response.content.readline()  # the first event, then hang up (a Stop)
     while not stub.requests[0].hung_up:
         await asyncio.sleep(0.02)
     assert not stub.requests[0].ok
