@@ -53,7 +53,7 @@ class Route:
     api_base: str | None
     name: str = ""  # what the endpoint calls the model
     url: str | None = None
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict, repr=False)  # may hold an API key
 
 
 def resolve_route(model: str, api_base: str | None) -> Route:

@@ -40,6 +40,7 @@ def test_litellm_decides_which_models_take_the_direct_path(
     local = resolve_route("openai/qwen-coder", "http://127.0.0.1:8000/v1/")
     assert local.url == "http://127.0.0.1:8000/v1/chat/completions"
     assert local.name == "qwen-coder" and local.headers["Authorization"] == "Bearer sk-test"
+    assert "sk-test" not in repr(local)  # a route can be logged without leaking the key
     hosted = resolve_route("gpt-4o-mini", None)
     assert hosted.url == "https://api.openai.com/v1/chat/completions"
     assert resolve_route("hosted_vllm/llama", "http://gpu:8000/v1").url is not None
