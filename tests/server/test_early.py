@@ -283,10 +283,11 @@ class FrontRun:
         self.thread.start()
         self.sent: list[bytes] = []
 
-    def send(self, payload: dict[str, Any]) -> None:
-        data = early.frame(payload)
-        self.sent.append(data)
-        os.write(self.stdin, data)
+    def send(self, *payloads: dict[str, Any]) -> None:
+        """Frames written at once (so read at once)."""
+        frames = [early.frame(payload) for payload in payloads]
+        self.sent.extend(frames)
+        os.write(self.stdin, b"".join(frames))
 
     def answer(self, msg_id: int) -> Any:
         deadline = time.monotonic() + 10
@@ -326,9 +327,13 @@ async def test_front_answers_from_the_store_until_pygls_is_loaded(tmp_path: Path
         other.close()
         run.send({**list_topics, "id": 3})
         assert any(t["id"] == topic and t["dropped"] for t in run.answer(3)["topics"])
-        run.send({**list_topics, "id": 4, "params": {"workspaceUri": "file:///elsewhere"}})
-        run.send({**list_topics, "id": 5})  # after one it could not answer: pygls' turn
-        time.sleep(0.2)
+        run.send(  # an unknown workspace is pygls' to refuse, and so is what follows it
+            {**list_topics, "id": 4, "params": {"workspaceUri": "file:///elsewhere"}},
+            {**list_topics, "id": 5},
+        )
+        deadline = time.monotonic() + 10
+        while run.front.buffer != run.sent[-2] + run.sent[-1] and time.monotonic() < deadline:
+            time.sleep(0.01)  # both read: the first is not answered, so neither is the second
         assert run.front.answered == 3
     finally:
         run.hand_over()
