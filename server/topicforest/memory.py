@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import os
 import re
@@ -423,7 +422,6 @@ class WorkspaceMemory:
             return
         self.window = self.binding.window
         log.info("memory of %s stored in %s", self.key, self.binding.store.path)
-        gc.freeze()  # the loaded memory and every import are long-lived: keep them out of GC scans
 
     def refresh(self) -> None:
         """Load what other windows committed now: what the store watcher does once started
