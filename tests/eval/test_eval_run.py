@@ -64,6 +64,11 @@ async def test_evaluate_scores_every_fact_and_measures_waiting(tiny: Conversatio
     assert len(result.waiting.forest) == len(result.waiting.flat) == turns
     assert len(result.waiting.forest_unscaled) == turns
     assert result.waiting.flat_summary_calls > 0
+    # The budget sweep replays at each other budget; one that holds the whole conversation
+    # keeps every fact in both systems.
+    assert [b.budget for b in result.budgets] == list(options.sweep)
+    roomy = result.budgets[-1]
+    assert roomy.forest == roomy.forest_query == roomy.flat == len(tiny.facts)
     # The deterministic part does not depend on the run.
     again = await evaluate([tiny], Options(budget=BUDGET, waiting=False))
     assert [f.kept for f in again.conversations[0].facts] == [f.kept for f in result.facts]
@@ -82,6 +87,7 @@ def test_cli_writes_report_and_figures(
         png = tmp_path / f"bench_{key}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"]({png.name})" in text
+    assert "| 320 (the tables above) |" in text and "| 4096 |" in text  # budget sweep
     assert (tmp_path / "bench.json").exists()
     assert "Topic Forest (question as query)" in capsys.readouterr().out
 
@@ -120,4 +126,6 @@ def test_opt_in_model_path_summarizes_through_the_given_model(
         args += ["--model", "openai/my-model", "--api-base", server.base_url, "--no-waiting"]
         assert cli.main(args) == 0
         assert {r.model for r in server.calls("summary")} == {"my-model"}
-    assert "the real model `openai/my-model`" in out.read_text()
+    text = out.read_text()
+    assert "the real model `openai/my-model`" in text
+    assert "Sensitivity to the history budget" not in text  # no sweep: real calls cost money

@@ -55,6 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="quality replay: messages back to back, never idle long enough for the memory's "
         "idle round (default: the user pauses after each reply)",
     )
+    parser.add_argument(
+        "--no-sweep",
+        action="store_true",
+        help="skip replaying Topic Forest and flat at other budgets (default with --model)",
+    )
     return parser
 
 
@@ -83,6 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         time_scale=args.time_scale,
         think=args.think,
         pause=not args.no_pause,
+        sweep=() if args.no_sweep or args.model else Options.sweep,
     )
     out = args.out or Path("docs/benchmarks-real.md" if args.model else "docs/benchmarks.md")
     evaluation = run(conversations, options)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -239,6 +240,7 @@ def _markdown(evaluation: Evaluation, command: str, figures: dict[str, Path]) ->
             f"{sum(a.cost.input_tokens for a in alternatives):,} |"
         )
         add("")
+    _budget_table(evaluation, add)
     add(_figure(figures, "survival", "Fact survival by position, all conversations.", command))
     add(_figure(figures, "conversations", "Fact survival per conversation.", command))
     add("")
@@ -452,6 +454,47 @@ def _markdown(evaluation: Evaluation, command: str, figures: dict[str, Path]) ->
             )
     add("")
     return "\n".join(lines)
+
+
+def _budget_table(evaluation: Evaluation, add: Callable[[str], None]) -> None:
+    """Survival at the other budgets of the run, with the main budget's row among them."""
+    convs = evaluation.conversations
+    swept = sorted({b.budget for c in convs for b in c.budgets} - {evaluation.options.budget})
+    if not swept:
+        return
+    total = sum(len(c.facts) for c in convs)
+    rows = {
+        evaluation.options.budget: (
+            evaluation.survival("forest_query")[0],
+            evaluation.survival("forest")[0],
+            evaluation.survival("flat")[0],
+        )
+    }
+    for budget in swept:
+        runs = [b for c in convs for b in c.budgets if b.budget == budget]
+        rows[budget] = (
+            sum(r.forest_query for r in runs),
+            sum(r.forest for r in runs),
+            sum(r.flat for r in runs),
+        )
+    add("Sensitivity to the history budget: Topic Forest and flat replayed at other budgets")
+    add("(same summarizer and pace; `--no-sweep` skips this, `--model` never runs it), all")
+    add("conversations:")
+    add("")
+    add(
+        f"| budget | {LABELS['forest_query']} | {LABELS['forest']} | {LABELS['flat']} "
+        "| no query − flat |"
+    )
+    add("|---|---|---|---|---|")
+    for budget in sorted(rows):
+        query, plain, flat = rows[budget]
+        mark = " (the tables above)" if budget == evaluation.options.budget else ""
+        gap = 100 * (plain - flat) / total if total else 0.0
+        add(
+            f"| {budget}{mark} | {pct(query, total)} | {pct(plain, total)} | {pct(flat, total)} "
+            f"| {gap:+.0f} pp |"
+        )
+    add("")
 
 
 def _lost(trace: FactTrace | None, *, query: bool) -> str:

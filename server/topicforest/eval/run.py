@@ -54,6 +54,9 @@ class Options:
     # Quality replay: the user pauses longer than the memory's idle time after each reply (the
     # usual case), so every dirty topic is summarized then; False: messages come back to back.
     pause: bool = True
+    # Other history budgets to replay Topic Forest and flat at (no-query and question survival),
+    # so a reader can see the gap is not peculiar to the main budget; () = none.
+    sweep: tuple[int, ...] = (1024, 1536, 3072, 4096)
 
 
 @dataclass
@@ -105,6 +108,16 @@ class Alternative:
 
 
 @dataclass
+class BudgetRun:
+    """Facts kept at another history budget (sensitivity table)."""
+
+    budget: int
+    forest_query: int
+    forest: int
+    flat: int
+
+
+@dataclass
 class ConversationResult:
     id: str
     source: str
@@ -116,6 +129,7 @@ class ConversationResult:
     max_render_tokens: int
     fallback_renders: int
     alternative: Alternative | None = None
+    budgets: list[BudgetRun] = field(default_factory=list)
     waiting: Waiting | None = None
 
     def survival(self, system: str, position: str | None = None) -> tuple[int, int]:
@@ -206,6 +220,7 @@ async def evaluate_conversation(
     )
     flat = await run_flat(conv, summarizer, options.budget)
     truncation = run_truncation(conv, options.budget)
+    budgets = [await budget_run(conv, summarizer, b, options.pause) for b in options.sweep]
     every = {f.id: "" for f in conv.facts}
     contexts = {
         "forest_query": forest.context_by_fact,
@@ -227,6 +242,22 @@ async def evaluate_conversation(
         max_render_tokens=forest.max_render_tokens,
         fallback_renders=forest.fallback_renders,
         alternative=alternative,
+        budgets=budgets,
+    )
+
+
+async def budget_run(
+    conv: Conversation, summarizer: Summarizer, budget: int, pause: bool
+) -> BudgetRun:
+    forest = await run_topic_forest(conv, summarizer, budget, idle_after_reply=pause)
+    flat = await run_flat(conv, summarizer, budget)
+    return BudgetRun(
+        budget,
+        forest_query=sum(
+            contains_all(forest.context_by_fact[f.id], f.must_contain) for f in conv.facts
+        ),
+        forest=sum(contains_all(forest.context_no_query, f.must_contain) for f in conv.facts),
+        flat=sum(contains_all(flat.context, f.must_contain) for f in conv.facts),
     )
 
 
