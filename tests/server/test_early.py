@@ -28,6 +28,7 @@ from topicforest.memory import window_config
 from topicforest.server import app, early
 from topicforest.server.config import Settings
 from topicforest.server.server import TopicForestServer
+from topicforest.server.stdio import PipeReader
 from topicforest.store import Store
 
 from .conftest import CAPABILITIES, SAMPLE, SERVER, SERVER_ENV, Client, make_client
@@ -234,17 +235,19 @@ def test_frames_are_read_as_pygls_reads_them() -> None:
             early.next_frame(odd)
 
 
-def test_pygls_reads_the_replay_then_the_stream() -> None:
-    stream = early.Prefixed(
-        b"Content-Length: 2\r\n\r\n{}Content-Le", io.BytesIO(b"ngth: 1\r\n\r\nx")
-    )
-    assert stream.readline() == b"Content-Length: 2\r\n"
-    assert stream.readline() == b"\r\n"
-    assert stream.read(2) == b"{}"
-    assert stream.readline() == b"Content-Length: 1\r\n"
-    assert stream.readline() == b"\r\n"
-    assert stream.read(1) == b"x"
-    assert stream.readline() == b""
+async def test_pygls_reads_the_replay_then_the_stream() -> None:
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"ngth: 1\r\n\r\nx")
+    os.close(write_end)
+    with open(read_end, "rb", buffering=0) as stdin:
+        stream = PipeReader(stdin, b"Content-Length: 2\r\n\r\n{}Content-Le")
+        assert await stream.readline() == b"Content-Length: 2\r\n"
+        assert await stream.readline() == b"\r\n"
+        assert await stream.readexactly(2) == b"{}"
+        assert await stream.readline() == b"Content-Length: 1\r\n"
+        assert await stream.readline() == b"\r\n"
+        assert await stream.readexactly(1) == b"x"
+        assert await stream.readline() == b""
 
 
 def test_only_the_reply_to_the_replayed_initialize_is_dropped(
@@ -340,7 +343,7 @@ async def test_front_answers_from_the_store_until_pygls_is_loaded(tmp_path: Path
     front = run.front
     assert not run.thread.is_alive()
     assert front.buffer == run.sent[-2] + run.sent[-1]  # read, not answered: pygls reads them
-    replayed = front.reader(io.BytesIO()).read(10**6)
+    replayed = front.unread()
     initialize_again = json.loads(replayed.split(b"\r\n\r\n")[1].split(b"Content-Length")[0])
     assert initialize_again["id"] == early.REPLAY_ID and initialize_again["params"] == initialize
     assert replayed.endswith(run.sent[1] + run.sent[-2] + run.sent[-1])
@@ -364,5 +367,5 @@ def test_what_the_front_cannot_read_is_left_to_pygls(body: bytes) -> None:
     run.thread.join(10)  # returns at once: nothing answered, nothing loading
     run.hand_over()
     assert run.front.answered == 0 and run.front.workspaces is None
-    assert run.front.reader(io.BytesIO(b"rest")).read(10**6) == data + b"rest"
+    assert run.front.unread() == data
     assert run.front.writer(run.out) is run.out  # no replay: nothing of pygls' is dropped

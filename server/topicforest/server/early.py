@@ -22,7 +22,6 @@ TOPICFOREST_EARLY=0 turns this off: pygls answers everything (as it always does 
 from __future__ import annotations
 
 import importlib
-import io
 import json
 import logging
 import os
@@ -310,10 +309,10 @@ class Front:
         logging.getLogger("topicforest").removeHandler(self.backlog)
         return self.backlog.records
 
-    def reader(self, stdin: BinaryIO) -> BinaryIO:
-        """stdin as pygls should read it: the replayed frames and unhandled bytes first."""
-        head = b"".join(self.replay) + self.buffer
-        return cast(BinaryIO, Prefixed(head, stdin)) if head else stdin
+    def unread(self) -> bytes:
+        """What pygls must read before the rest of stdin: the replayed frames, then the bytes
+        read here but not answered."""
+        return b"".join(self.replay) + self.buffer
 
     def writer(self, stdout: BinaryIO) -> BinaryIO:
         """stdout, minus pygls' answer to the replayed `initialize`."""
@@ -328,22 +327,6 @@ def _folder(value: object) -> bool:
         and isinstance(value.get("uri"), str)
         and isinstance(value.get("name"), str)
     )
-
-
-class Prefixed:
-    """A stream that reads `head`, then `rest` (pygls calls readline and read only)."""
-
-    def __init__(self, head: bytes, rest: BinaryIO) -> None:
-        self.head = io.BytesIO(head)
-        self.rest = rest
-
-    def readline(self) -> bytes:
-        line = self.head.readline()
-        return line if line.endswith(b"\n") else line + self.rest.readline()
-
-    def read(self, size: int) -> bytes:
-        data = self.head.read(size)
-        return data if len(data) == size else data + self.rest.read(size - len(data))
 
 
 class DropReply:
@@ -393,4 +376,4 @@ def run_stdio(log_level: int = logging.INFO) -> None:
     from topicforest.server import app  # loaded by the front's thread by now, or here
 
     server = app.create_server(log_level, front.workspaces, front.take_logs())
-    server.start_io(front.reader(stdin), front.writer(stdout))
+    server.serve_stdio(stdin, front.writer(stdout), front.unread())

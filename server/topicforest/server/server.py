@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Coroutine
-from typing import Any
+from typing import Any, BinaryIO
 
 from lsprotocol import types
+from pygls.io_ import StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 
 from topicforest.server.config import Settings
@@ -15,6 +17,7 @@ from topicforest.server.early import SERVER_NAME, server_version
 from topicforest.server.jsonrpc import raw_converter
 from topicforest.server.logbridge import LogBridge
 from topicforest.server.notify import Notifier
+from topicforest.server.stdio import PipeReader
 from topicforest.server.workspaces import Workspaces
 
 log = logging.getLogger(__name__)
@@ -34,6 +37,28 @@ class TopicForestServer(LanguageServer):
         self.tasks: set[asyncio.Task[Any]] = set()  # strong references to background work
         self.pending_messages: list[str] = []  # settings errors found before `initialized`
         self.log_bridge: LogBridge | None = None
+
+    def serve_stdio(self, stdin: BinaryIO, stdout: BinaryIO, head: bytes = b"") -> None:
+        """pygls' stdio loop (`start_io`), with stdin read in the event loop (`PipeReader`) and
+        `head` (bytes already taken from stdin) read first."""
+        self._stop_event = threading.Event()  # pygls' `exit` handler sets it
+        self.protocol.set_writer(StdoutWriter(stdout))
+        try:
+            asyncio.run(
+                run_async(
+                    stop_event=self._stop_event,
+                    reader=PipeReader(stdin, head),
+                    protocol=self.protocol,
+                    logger=log,
+                    error_handler=self.report_server_error,
+                )
+            )
+        except BrokenPipeError:
+            log.error("the client closed the connection; shutting down")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()  # type: ignore[no-untyped-call]
 
     def log_bridge_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         if self.log_bridge is not None:
