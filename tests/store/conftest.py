@@ -58,6 +58,7 @@ def state_of(window: ContextWindow) -> dict[str, Any]:
         },
         "centroids": {r: centroid_state(c) for r, c in window.index.centroids.items()},
         "df": window.embedder.df,
+        "idf": dict(window.embedder.idf),
         "n_docs": window.embedder.n_docs,
         "pinned": window.pinned,
         "expanded": window.expanded,

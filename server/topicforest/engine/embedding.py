@@ -136,6 +136,10 @@ class Embedder:
         self._idf: dict[str, float] = {}
         self._docs_at_epoch = 0
         self.prunes = 0  # bumps whenever rare terms are forgotten
+        # Terms whose df or idf changed since the last take_changes(); None: possibly all (a new
+        # epoch reweighs every term). Lets a persistent copy write a message's terms, not the
+        # whole vocabulary.
+        self._changed: set[str] | None = None
 
     def embed(self, text: str) -> Features:
         """Features of a message that joins the corpus; updates document frequencies."""
@@ -144,6 +148,8 @@ class Embedder:
         df = self.df
         for term in features.terms:
             df[term] = df.get(term, 0) + 1
+        if self._changed is not None:
+            self._changed.update(features.terms)
         if len(df) > self.max_vocabulary:
             self._prune()
         features.terms = Counter({t: c for t, c in features.terms.items() if t in df})
@@ -172,7 +178,13 @@ class Embedder:
     def _idf_value(self, df: int) -> float:
         return math.log((1 + self.n_docs) / (1 + df)) + 1.0
 
+    def take_changes(self) -> set[str] | None:
+        """The terms changed since the last call (None: treat every term as changed)."""
+        changed, self._changed = self._changed, set()
+        return changed
+
     def _new_epoch(self) -> None:
+        self._changed = None
         self.epoch += 1
         self._docs_at_epoch = self.n_docs
         self._idf = {t: self._idf_value(d) for t, d in self.df.items()}

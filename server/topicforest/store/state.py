@@ -404,20 +404,25 @@ class Mirror:
             return False
         df, idf = embedder.df, embedder.idf
         old_df, old_idf = self.df, self.idf
+        touched = embedder.take_changes()  # a message's terms, unless a new epoch reweighed all
+        terms = df if touched is None else [t for t in touched if t in df]
         changed = [
-            (t, c, idf.get(t, 0.0), rev)
-            for t, c in df.items()
-            if old_df.get(t) != c or old_idf.get(t) != idf.get(t, 0.0)
+            (t, df[t], idf.get(t, 0.0), rev)
+            for t in terms
+            if old_df.get(t) != df[t] or old_idf.get(t) != idf.get(t, 0.0)
         ]
-        gone = [(t,) for t in old_df if t not in df]
         conn.executemany(
             "INSERT OR REPLACE INTO doc_freq (term, df, idf, rev) VALUES (?, ?, ?, ?)", changed
         )
+        for t, count, weight, _ in changed:
+            old_df[t], old_idf[t] = count, weight
+        gone = [(t,) for t in old_df if t not in df] if touched is None else []
         if gone:  # the vocabulary was pruned: readers must reload it whole
             conn.executemany("DELETE FROM doc_freq WHERE term = ?", gone)
             self.df_generation += 1
             _set_meta(conn, "df_generation", self.df_generation)
-        self.df, self.idf = dict(df), {t: idf.get(t, 0.0) for t in df}
+            for (t,) in gone:
+                del old_df[t], old_idf[t]
         self.n_docs, self.epoch = embedder.n_docs, embedder.epoch
         self.docs_at_epoch = embedder._docs_at_epoch
         _set_meta(conn, "n_docs", self.n_docs)
