@@ -181,3 +181,34 @@ def test_serve_rejects_a_bad_tcp_address() -> None:
         timeout=60,
     )
     assert done.returncode == 2 and b"HOST:PORT" in done.stderr
+
+
+async def test_a_log_line_sent_to_the_client_is_not_repeated_on_stderr() -> None:
+    import io
+    import logging
+    from types import SimpleNamespace
+
+    from topicforest.server.logbridge import LogBridge
+    from topicforest.server.stdio import RedactingFormatter, StderrHandler
+
+    sent: list[str] = []
+    client = SimpleNamespace(
+        protocol=SimpleNamespace(writer=object()),
+        window_log_message=lambda params: sent.append(params.message),
+    )
+    stream = io.StringIO()
+    stderr = StderrHandler(stream)
+    stderr.setFormatter(RedactingFormatter("%(name)s: %(message)s"))
+    bridge = LogBridge(client)  # type: ignore[arg-type]
+    ours, theirs = logging.getLogger("topicforest.test_units"), logging.getLogger("pygls.fake")
+    ours.addHandler(bridge)
+    root = logging.getLogger()
+    root.addHandler(stderr)
+    try:
+        ours.warning("memory opened")
+        theirs.warning("pygls says")
+    finally:
+        ours.removeHandler(bridge)
+        root.removeHandler(stderr)
+    assert sent == ["topicforest.test_units: memory opened"]
+    assert stream.getvalue() == "pygls.fake: pygls says\n"

@@ -2,7 +2,7 @@
 
 Only the `topicforest` logger tree is bridged: pygls logs every message it sends, so bridging its
 loggers would send a logMessage about sending a logMessage, forever. A thread-local guard stops
-any other loop. Everything also goes to stderr, which editors show as the server's output.
+any other loop. Everything else goes to stderr, which editors show as the server's output.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from topicforest.server.stdio import RedactingFormatter, setup_stderr_logging
+from topicforest.server.stdio import SENT_TO_CLIENT, RedactingFormatter, setup_stderr_logging
 
 LEVELS = {
     logging.ERROR: types.MessageType.Error,
@@ -49,20 +49,24 @@ class LogBridge(logging.Handler):
             params = types.LogMessageParams(
                 type=kind or types.MessageType.Log, message=self.format(record)
             )
-            self._send(params)
+            if self._send(params):
+                setattr(record, SENT_TO_CLIENT, True)  # so stderr does not repeat it
         except Exception:
             self.handleError(record)
         finally:
             self._guard.active = False
 
-    def _send(self, params: types.LogMessageParams) -> None:
+    def _send(self, params: types.LogMessageParams) -> bool:
+        """Send (or hand to the loop for sending); False if it cannot reach the client."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:  # a worker thread: hand over to the loop, never write from here
-            if self.loop is not None:
-                self.loop.call_soon_threadsafe(self.server.window_log_message, params)
-            return  # before `initialized` the loop is unknown; stderr still has the record
+            if self.loop is None:
+                return False  # before `initialized` the loop is unknown; stderr has the record
+            self.loop.call_soon_threadsafe(self.server.window_log_message, params)
+            return True
         self.server.window_log_message(params)
+        return True
 
 
 def setup_logging(

@@ -15,6 +15,7 @@ from typing import BinaryIO
 
 from topicforest.memory import redact
 
+SENT_TO_CLIENT = "topicforest_sent_to_client"  # set on a LogRecord by the log bridge
 MAX_LINE = 1 << 16  # a header line longer than this is not LSP framing
 
 
@@ -26,7 +27,14 @@ class RedactingFormatter(logging.Formatter):
 
 
 class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """The server's stderr log (its own class so that setting it up twice adds it once)."""
+    """The server's stderr log (its own class so that setting it up twice adds it once).
+
+    Records the log bridge already sent to the client are left out: editors show the server's
+    stderr and its window/logMessage in the same output channel, so each line appeared twice.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(record, SENT_TO_CLIENT, False) and bool(super().filter(record))
 
 
 def setup_stderr_logging(level: int = logging.INFO) -> None:
