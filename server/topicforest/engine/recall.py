@@ -14,6 +14,7 @@ from array import array
 from collections.abc import Iterable, Mapping
 
 MAX_QUERY_TERMS = 12  # the rarest query terms carry nearly all the signal; bounds render cost
+MAX_POSTINGS = 2000  # and so does the cost of scoring: more common terms stop being added here
 COMMON_SHARE = 0.05  # terms in more than this share of messages (and more than
 COMMON_FLOOR = 16  # this many) are too common to say what a query is about
 RECENCY_BONUS = 0.5  # the newest message scores this much more than an equal, older match
@@ -52,7 +53,11 @@ class RecallIndex:
         usable = [t for t in query if t in self.postings and len(self.postings[t]) <= common]
         usable = sorted(usable, key=lambda t: len(self.postings[t]))[:MAX_QUERY_TERMS]
         scores: dict[int, float] = {}
-        for term in usable:
+        scanned = 0
+        for term in usable:  # rarest first
+            scanned += len(self.postings[term])
+            if scanned > MAX_POSTINGS and scores:
+                break
             weight = idf.get(term, 0.0)
             for message_id in self.postings[term]:
                 scores[message_id] = scores.get(message_id, 0.0) + weight

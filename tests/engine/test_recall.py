@@ -1,0 +1,40 @@
+"""The recall index on its own: rare query terms decide, and scoring work is bounded."""
+
+from __future__ import annotations
+
+from topicforest.engine.recall import MAX_POSTINGS, RecallIndex
+
+
+def index_of(postings: dict[str, range], messages: int) -> RecallIndex:
+    index = RecallIndex()
+    terms: dict[int, list[str]] = {i: [] for i in range(1, messages + 1)}
+    for term, ids in postings.items():
+        for i in ids:
+            terms[i].append(term)
+    for i, message_terms in terms.items():
+        index.add(i, message_terms, tokens=40)
+    return index
+
+
+def test_the_rarest_terms_rank_first_and_the_newer_of_equals_wins() -> None:
+    index = index_of({"build_loader": range(5, 7), "loader": range(1, 40)}, messages=400)
+    idf = {"build_loader": 5.0, "loader": 2.0}
+    best = index.search({"build_loader": 1, "loader": 1}, idf, limit=3)
+    assert [mid for mid, _ in best[:2]] == [6, 5]
+
+
+def test_scoring_stops_adding_common_terms_past_the_postings_bound() -> None:
+    size = MAX_POSTINGS // 2 + 100  # two of these terms together pass the bound
+    index = index_of(
+        {
+            "rare": range(1, 3),
+            "common_a": range(10, 10 + size),
+            "common_b": range(20_000, 20_000 + size),
+        },
+        messages=40_000,  # enough messages that neither term counts as too common to use
+    )
+    idf = {"rare": 9.0, "common_a": 3.0, "common_b": 3.0}
+    found = {mid for mid, _ in index.search({"rare": 1, "common_a": 1, "common_b": 1}, idf, 5000)}
+    assert {1, 2} <= found
+    assert found & set(range(10, 10 + size))  # the first common term is still scored
+    assert not found & set(range(20_000, 20_000 + size))  # the second would pass the bound
