@@ -7,7 +7,9 @@
   handler's receipt to aiohttp's "request headers sent" hook, logged at DEBUG); from this client
   writing the request to that first byte (adds the pipe, pygls' parsing and any queueing in the
   server); and from this client writing to the stub model's handler starting (adds the HTTP hop
-  and the stub's parsing, in a thread of this process).
+  and the stub's parsing, in a thread of this process). Turns back to back (the next question
+  the moment a reply ends: it can queue behind the previous turn's upkeep), and at 10,000
+  messages also paced (PAUSE seconds between turns, as a person reads and types).
 
 Targets (issue 3): initialize <= 300 ms, listTopics <= 5 ms p95, critical path <= 10 ms p99.
 """
@@ -58,6 +60,7 @@ def sample_texts() -> list[str]:
 TEXTS = sample_texts()
 TURN_LOG = re.compile(r"turn (\S+): ([0-9.]+) ms from receipt to the first byte sent at ([0-9.]+)")
 SERVE_DEBUG = [*SERVE, "--log-level", "DEBUG"]
+PAUSE = 0.25  # seconds between turns in the paced run: a reply read, a question typed (at least)
 
 
 def message(i: int) -> str:
@@ -99,11 +102,16 @@ def fill(client: StdioClient, total: int, batch: int = 32) -> None:
             print(f"  … {2 * (start + batch)} messages", file=sys.stderr, flush=True)
 
 
-def critical_path(client: StdioClient, stub: ThreadedStubLLM, runs: int) -> None:
-    """Chat turns one after the other; prints the three views of each turn's critical path."""
+def critical_path(
+    client: StdioClient, stub: ThreadedStubLLM, runs: int, pause: float = 0.0, label: str = ""
+) -> None:
+    """Chat turns one after another (`pause` seconds between a reply and the next question);
+    prints the three views of each turn's critical path."""
+    print(label)
     client.notifications.clear()
     sent_at, at_stub = {}, {}
     for i in range(runs):
+        time.sleep(pause)
         turn = f"c{i}"
         before = len(stub.requests)
         sent_at[turn] = time.time()
@@ -161,8 +169,9 @@ def main() -> int:
                 },
             )
             client.request(P + "chat", {"threadId": "w", "turnId": "w", "message": "warm up"})
-            print("chat critical path, short history:")
-            critical_path(client, stub, 100)
+            critical_path(
+                client, stub, 300, label="chat critical path, short history, back to back:"
+            )
             client.notifications.clear()
 
             started = time.perf_counter()
@@ -187,8 +196,9 @@ def main() -> int:
             topics = len(client.request(P + "listTopics", {})["topics"])
             print(f"listTopics round trip ({topics} topics):  {ms(listing, 50, 95)}")
             print(f"renderContext round trip:             {ms(render, 50, 95)}")
-            print(f"chat critical path, {stored} messages:")
-            critical_path(client, stub, 100)
+            label = f"chat critical path, {stored} messages"
+            critical_path(client, stub, 300, label=f"{label}, back to back:")
+            critical_path(client, stub, 100, PAUSE, f"{label}, {PAUSE} s between turns:")
         finally:
             client.close()
     return 0

@@ -141,3 +141,32 @@ async def test_a_chat_turn_sends_before_it_fsyncs_and_acknowledges_after(
             ]
         finally:
             await memory.close()
+
+
+async def test_upkeep_never_starts_while_a_turn_is_sending(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    starts: list[bool] = []  # for each upkeep round: was every turn's request out?
+    real_maintain = WorkspaceMemory.maintain
+
+    async def maintain(self: WorkspaceMemory, **kwargs: bool) -> None:
+        starts.append(self._requests_out.is_set())
+        await real_maintain(self, **kwargs)
+
+    monkeypatch.setattr(WorkspaceMemory, "maintain", maintain)
+    async with StubLLM(chunks=3, chunk_latency=0.005) as stub:
+        settings = Settings(chat_model="openai/c", api_base=stub.base_url, history_budget=512)
+        memory = WorkspaceMemory("k", settings, persist=False)
+        memory.start()
+        try:
+            for wave in range(4):  # turns overlap: some stream (and wake upkeep) while others send
+                await asyncio.gather(
+                    *(
+                        memory.chat(f"t{i}", f"{wave}-{i}", text)
+                        for i, (_, text) in enumerate(SAMPLE[wave * 6 : wave * 6 + 6])
+                    )
+                )
+            await asyncio.sleep(0.1)
+        finally:
+            await memory.close()
+    assert starts and all(starts)

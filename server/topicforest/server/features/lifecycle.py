@@ -7,13 +7,12 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from topicforest.memory import model_window, warm_litellm
+from topicforest.memory import freeze_heap, model_window, warm_litellm
 from topicforest.server.config import SECTION
 from topicforest.server.notify import TOPICS_CHANGED
 
@@ -85,16 +84,6 @@ def apply_settings(ls: TopicForestServer, raw: Any) -> list[str]:
     for memory in ls.workspaces.memories.values():
         ls.notifier.topics_changed(memory, "configured", None)
     return messages
-
-
-def freeze_heap() -> None:
-    """Move everything alive now (imports, loaded memories) out of the garbage collector's scans.
-
-    With litellm loaded the process holds ~315,000 objects and a full collection takes ~155 ms;
-    one falling due inside a chat turn was the worst of its latency tail. Frozen objects are
-    never scanned again, so later collections only look at what is new.
-    """
-    gc.freeze()
 
 
 def warm(ls: TopicForestServer) -> None:
