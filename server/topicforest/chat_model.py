@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import urllib.parse
+import urllib.request
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -54,6 +56,8 @@ class Route:
     name: str = ""  # what the endpoint calls the model
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict, repr=False)  # may hold an API key
+    proxy: str | None = None  # from HTTP(S)_PROXY / NO_PROXY, read once (aiohttp's trust_env
+    # reads the environment again on every request: ~0.7 ms of the critical path)
 
 
 def resolve_route(model: str, api_base: str | None) -> Route:
@@ -81,7 +85,17 @@ def resolve_route(model: str, api_base: str | None) -> Route:
         headers["Authorization"] = f"Bearer {key}"
     if provider == "openai" and os.environ.get("OPENAI_ORGANIZATION"):
         headers["OpenAI-Organization"] = os.environ["OPENAI_ORGANIZATION"]
-    return Route(model, api_base, name, base.rstrip("/") + "/chat/completions", headers)
+    url = base.rstrip("/") + "/chat/completions"
+    return Route(model, api_base, name, url, headers, env_proxy(url))
+
+
+def env_proxy(url: str) -> str | None:
+    """The proxy the environment names for `url`, as curl, httpx and aiohttp read it."""
+    host = urllib.parse.urlsplit(url).hostname or ""
+    if urllib.request.proxy_bypass(host):
+        return None
+    proxies = urllib.request.getproxies()
+    return proxies.get(urllib.parse.urlsplit(url).scheme) or proxies.get("all")
 
 
 class ChatModel:
@@ -127,9 +141,7 @@ class ChatModel:
             trace = aiohttp.TraceConfig()
             trace.on_request_headers_sent.append(_headers_sent)
             self._session = aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=self.timeout),
-                trust_env=True,
-                trace_configs=[trace],
+                timeout=aiohttp.ClientTimeout(total=self.timeout), trace_configs=[trace]
             )
         body = {
             "model": route.name,
@@ -142,6 +154,7 @@ class ChatModel:
                 route.url,
                 data=json.dumps(body),
                 headers=route.headers,
+                proxy=route.proxy,
                 trace_request_ctx={"on_sent": on_sent},
             ) as response:
                 if response.status >= 400:

@@ -54,6 +54,18 @@ def test_litellm_decides_which_models_take_the_direct_path(
     assert "Authorization" not in resolve_route("openai/local", "http://127.0.0.1:1/v1").headers
 
 
+def test_the_proxy_comes_from_the_environment_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        for variant in (name, name.upper()):
+            monkeypatch.delenv(variant, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.corp:3128")
+    monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1,.internal")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert resolve_route("gpt-4o-mini", None).proxy == "http://proxy.corp:3128"
+    assert resolve_route("openai/m", "http://127.0.0.1:8000/v1").proxy is None
+    assert resolve_route("openai/m", "https://llm.internal/v1").proxy is None
+
+
 async def test_direct_and_litellm_streams_agree(stub: StubLLM) -> None:
     direct = ChatModel("openai/stub-chat", stub.base_url, timeout=10)
     assert (await direct.route()).url is not None
