@@ -252,6 +252,7 @@ def _topic_block(
     header = f"## Topic {root}: {title}{flags} ({size} messages)"
     recall_cost = sum(r.tokens for r in recalled)
     recalled_ids = [r.message_id for r in recalled]
+    shown_elsewhere = set(recalled_ids)  # a set: a big dirty topic checks every member
     # Each topic keeps to its share (pinned ones may take all the space): its summary, cut to
     # fit, then the messages no summary covers yet, most relevant first.
     room = (space if pinned else max(share, MIN_RAW_SHARE)) - count(header) - recall_cost
@@ -264,7 +265,7 @@ def _topic_block(
     elif dirty:
         covered = summary.covered if summary else set()
         pending = [
-            m for m in window.forest.members(root) if m not in covered and m not in recalled_ids
+            m for m in window.forest.members(root) if m not in covered and m not in shown_elsewhere
         ]
         messages = window.log.get_many(pending)
         base = count(quote(summary.text)) + 1 if summary else 0
