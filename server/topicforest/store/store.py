@@ -110,7 +110,7 @@ class Store:
             self._read(lambda: self.mirror.load(self.conn, window, full=True))
 
     def close(self) -> None:
-        with self._lock:
+        with self._lock, self._sync_lock:  # not while a worker thread fsyncs
             self.lease.release()
             self.conn.close()
             if self._wal_fd is not None:  # after SQLite's own handles: closing an fd drops
