@@ -12,6 +12,7 @@ Every other provider streams through `litellm.acompletion`, unchanged.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import urllib.parse
@@ -178,7 +179,7 @@ class ChatModel:
     async def _litellm(
         self, messages: list[dict[str, str]], on_sent: Callable[[], None]
     ) -> AsyncIterator[tuple[str | None, Usage | None]]:
-        litellm = await asyncio.to_thread(load_litellm)  # imported once; cheap afterwards
+        litellm = load_litellm()  # already imported (off the loop) by resolving the route
         on_sent()  # what litellm then does before its bytes leave is not visible from here
         stream = await litellm.acompletion(
             model=self.model,
@@ -194,7 +195,8 @@ class ChatModel:
                 delta = chunk.choices[0].delta.content if chunk.choices else None
                 yield delta, _usage(getattr(chunk, "usage", None))
         finally:
-            await asyncio.shield(stream.aclose())
+            with contextlib.suppress(Exception):  # never hide why the stream ended
+                await asyncio.shield(stream.aclose())
 
 
 async def _headers_sent(session: Any, context: Any, params: Any) -> None:
