@@ -35,46 +35,48 @@ export function isCancellation(error: unknown): boolean {
     error.name === 'Canceled');
 }
 
+type Advice = Pick<ErrorView, 'hint' | 'actions'>;
+
+// What the user can do, per JSON-RPC error code the server sends.
+const ADVICE: Partial<Record<number, Advice>> = {
+  [ErrorCodes.ChatModelNotConfigured]: {
+    hint: 'Set "topicForest.chatModel" to a litellm model string (for example "gpt-4o-mini", ' +
+      '"ollama/llama3", or "openai/<name>" together with "topicForest.apiBase"), and put the ' +
+      "provider's API key in the environment VS Code starts from (e.g. OPENAI_API_KEY).",
+    actions: [SETTINGS],
+  },
+  [ErrorCodes.ProviderError]: {
+    hint: 'The model provider failed. Check "topicForest.chatModel" and "topicForest.apiBase", ' +
+      'that the API key is set in the environment, and that the provider is reachable.',
+    actions: [SETTINGS, LOG],
+  },
+  [ErrorCodes.StoreError]: {
+    hint: 'The memory database could not be used. Check that "topicForest.storePath" (or your ' +
+      'user data directory) is writable; details are in the log.',
+    actions: [SETTINGS, LOG],
+  },
+  [ErrorCodes.UnknownTopic]: {
+    hint: 'The topic no longer exists (it may have been merged). The topic list has been refreshed.',
+    actions: [],
+  },
+  [ErrorCodes.UnknownWorkspace]: {
+    hint: 'Open a workspace folder, or restart the server.',
+    actions: [RESTART],
+  },
+  [ErrorCodes.InvalidParams]: {
+    hint: 'The server rejected the request; details are in the log.',
+    actions: [LOG],
+  },
+};
+
+// Anything else (no code, a transport failure, an unknown code): the server is the suspect.
+const NOT_ANSWERING: Advice = {
+  hint: 'The Topic Forest server is not answering. Restart it, or look at the log for the cause.',
+  actions: [RESTART, LOG],
+};
+
 export function describeError(error: unknown): ErrorView {
   const code = errorCode(error);
-  const message = errorMessage(error);
-  switch (code) {
-    case ErrorCodes.ChatModelNotConfigured:
-      return {
-        code, message,
-        hint: 'Set "topicForest.chatModel" to a litellm model string (for example "gpt-4o-mini", ' +
-          '"ollama/llama3", or "openai/<name>" together with "topicForest.apiBase"), and put the ' +
-          "provider's API key in the environment VS Code starts from (e.g. OPENAI_API_KEY).",
-        actions: [SETTINGS],
-      };
-    case ErrorCodes.ProviderError:
-      return {
-        code, message,
-        hint: 'The model provider failed. Check "topicForest.chatModel" and "topicForest.apiBase", ' +
-          'that the API key is set in the environment, and that the provider is reachable.',
-        actions: [SETTINGS, LOG],
-      };
-    case ErrorCodes.StoreError:
-      return {
-        code, message,
-        hint: 'The memory database could not be used. Check that "topicForest.storePath" (or your ' +
-          'user data directory) is writable; details are in the log.',
-        actions: [SETTINGS, LOG],
-      };
-    case ErrorCodes.UnknownTopic:
-      return { code, message, hint: 'The topic no longer exists (it may have been merged). The ' +
-        'topic list has been refreshed.', actions: [] };
-    case ErrorCodes.UnknownWorkspace:
-      return { code, message, hint: 'Open a workspace folder, or restart the server.',
-        actions: [RESTART] };
-    case ErrorCodes.InvalidParams:
-      return { code, message, hint: 'The server rejected the request; details are in the log.',
-        actions: [LOG] };
-    default:
-      return {
-        code, message,
-        hint: 'The Topic Forest server is not answering. Restart it, or look at the log for the cause.',
-        actions: [RESTART, LOG],
-      };
-  }
+  const { hint, actions } = (code !== null && ADVICE[code]) || NOT_ANSWERING;
+  return { code, message: errorMessage(error), hint, actions: [...actions] };
 }
