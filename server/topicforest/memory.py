@@ -380,7 +380,7 @@ class WorkspaceMemory:
 
     async def _sync(self) -> None:
         """Put this process's commits on disk (off the loop: an fsync can take milliseconds)."""
-        if self.binding is not None:
+        if self.binding is not None and self.binding.store.unsynced_commits:  # no idle hop
             await asyncio.to_thread(self.binding.store.sync)
 
     def _store_reply(self, thread_id: str, parts: list[str], *, cancelled: bool) -> Message | None:

@@ -118,6 +118,11 @@ class Store:
                 self._wal_fd = None
 
     # -- durability ----------------------------------------------------------------------------
+    @property
+    def unsynced_commits(self) -> bool:
+        """Whether this connection committed anything `sync` has not yet put on disk."""
+        return self._synced < self._commits
+
     def sync(self) -> None:
         """Put every commit made so far on disk (fsync the WAL), if not already there.
 
