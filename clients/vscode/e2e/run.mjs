@@ -202,7 +202,13 @@ async function main() {
       await input.fill(text);
       await input.press('Enter');
       const replies = chat.locator('.msg.assistant:not(.streaming)');
-      await replies.nth(i).waitFor({ timeout: 60_000 });
+      const errors = chat.locator('.msg.error');
+      try {
+        await waitFor(`reply ${i + 1}`, async () => (await replies.count()) > i || (await errors.count()) > 0, 60_000);
+      } catch (error) {
+        throw new Error(`${error.message}; the chat view shows: ${JSON.stringify(await chat.locator('#log').innerText())}`);
+      }
+      if (await errors.count()) throw new Error(`chat error: ${await errors.first().innerText()}`);
       const lengths = await frame.evaluate(() => window.__lengths);
       const partial = new Set(lengths.filter((n) => n > 0));
       const reply = await replies.nth(i).locator('.body').innerText();
@@ -409,6 +415,24 @@ async function main() {
   }
 }
 
+// On failure CI keeps only what is printed: the ends of the server's output channels and the stub's log.
+function showLogTails() {
+  const found = [];
+  const walk = (dir) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(p);
+      else if (entry.name === 'Topic Forest.log' || entry.name === 'stub.log') found.push(p);
+    }
+  };
+  walk(ART);
+  for (const file of found.sort()) {
+    const lines = fs.readFileSync(file, 'utf8').trimEnd().split('\n');
+    console.log(`----- ${path.relative(ART, file)} (last ${Math.min(60, lines.length)} of ${lines.length} lines)`);
+    console.log(lines.slice(-60).join('\n'));
+  }
+}
+
 let ok = false;
 try {
   await main();
@@ -419,6 +443,7 @@ try {
   await stopAll();
   const logs = path.join(RUN, 'ud/logs');
   if (fs.existsSync(logs)) fs.cpSync(logs, path.join(ART, 'vscode-logs'), { recursive: true });
+  if (!ok) showLogTails();
   console.log(ok ? 'e2e: 1 passed, 0 failed' : 'e2e: 0 passed, 1 failed');
   process.exit(ok ? 0 : 1);
 }

@@ -27,6 +27,8 @@ export function activeFilePath(): string | undefined {
 export class ChatController implements vscode.Disposable {
   private sink: ChatSink | undefined;
   private turn: { turnId: string; cancel: vscode.CancellationTokenSource } | undefined;
+  private turnsStarted = 0;
+  private historyAfterTurn = false; // a history load met a turn: load it again once the turn ends
   private readonly subscriptions: vscode.Disposable[] = [];
 
   constructor(
@@ -87,19 +89,33 @@ export class ChatController implements vscode.Disposable {
 
   /** After a (re)start the view may show an old error or nothing: reload the thread. */
   serverStarted(): void {
-    if (this.sink && !this.turn) void this.loadHistory();
+    if (this.sink) void this.loadHistory();
   }
 
+  /** Show the thread as stored. A history replaces the whole view, so one that would land
+   *  while a turn streams (or one asked for before the turn began, and answered after it) would
+   *  wipe the turn: it is loaded again once the turn has ended instead. */
   async loadHistory(): Promise<void> {
+    if (this.turn) {
+      this.historyAfterTurn = true;
+      return;
+    }
     const threadId = this.threadId;
+    const turnsStarted = this.turnsStarted;
+    let message: ToWebview;
+    let failure: unknown;
     try {
       const { messages } = await this.connection.request('topicForest/threadHistory',
         { threadId, limit: HISTORY_LIMIT });
-      this.post({ type: 'history', threadId, messages });
+      message = { type: 'history', threadId, messages };
     } catch (error) {
-      this.post({ type: 'history', threadId, messages: [] });
-      this.postError(error);
+      message = { type: 'history', threadId, messages: [] };
+      failure = error;
     }
+    if (threadId !== this.threadId) return; // a new thread has shown itself meanwhile
+    if (turnsStarted !== this.turnsStarted) return this.loadHistory();
+    this.post(message);
+    if (failure !== undefined) this.postError(failure);
   }
 
   async newThread(): Promise<void> {
@@ -118,6 +134,7 @@ export class ChatController implements vscode.Disposable {
     const turnId = randomUUID();
     const cancel = new vscode.CancellationTokenSource();
     this.turn = { turnId, cancel };
+    this.turnsStarted += 1;
     this.post({ type: 'turnStart', turnId, text: message });
     try {
       const result = await this.connection.request('topicForest/chat',
@@ -133,6 +150,10 @@ export class ChatController implements vscode.Disposable {
       cancel.dispose();
       this.turn = undefined;
       this.afterTurn();
+      if (this.historyAfterTurn) {
+        this.historyAfterTurn = false;
+        void this.loadHistory();
+      }
     }
   }
 

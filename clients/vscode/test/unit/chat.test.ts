@@ -106,7 +106,7 @@ describe('chat controller', () => {
     expect(posted.at(-1)).toEqual({ type: 'history', threadId: chat.threadId, messages: [] });
   });
 
-  it('reloads the thread when the server (re)starts, unless a turn is running', async () => {
+  it('reloads the thread when the server (re)starts, with a view to show it in', async () => {
     const { chat, conn } = setup(() => ({ threadId: 'x', messages: [] }));
     chat.serverStarted();
     await new Promise((r) => setTimeout(r, 0));
@@ -114,6 +114,43 @@ describe('chat controller', () => {
     chat.attach(undefined);
     chat.serverStarted();
     expect(conn.sent).toHaveLength(1);
+  });
+
+  it('a history answered after a turn began never wipes the turn: the thread is loaded again after it', async () => {
+    // The view asks for the history when it opens; a user quick to type starts a turn before
+    // the answer lands. Posting that (older) history then would empty the view mid-turn.
+    const stored = (n: number) => Array.from({ length: n }, (_, i) => ({
+      id: i + 1, threadId: 'x', role: i % 2 ? 'assistant' : 'user', content: `m${i}`,
+      timestamp: i, tokens: 1, cancelled: false,
+    }));
+    let answerHistory: (() => void) | undefined;
+    let historyCalls = 0;
+    let endTurn: (() => void) | undefined;
+    const { chat, posted, conn } = setup((method, params) => {
+      if (method === 'topicForest/threadHistory') {
+        historyCalls += 1;
+        const messages = stored(historyCalls === 1 ? 0 : 2);
+        if (historyCalls > 1) return { threadId: 'x', messages };
+        return new Promise((resolve) => { answerHistory = () => resolve({ threadId: 'x', messages }); });
+      }
+      const p = params as ChatParams;
+      return new Promise((resolve) => { endTurn = () => resolve(reply(p, 'answer')); });
+    });
+    const ready = chat.handle({ type: 'ready' });
+    const turn = chat.send('quick question');
+    answerHistory!();
+    await ready;
+    // the late answer is not posted, and asking again waits for the turn
+    expect(posted.map((m) => m.type)).toEqual(['turnStart']);
+    expect(historyCalls).toBe(1);
+    chat.serverStarted(); // a restart's reload during the turn waits as well
+    expect(historyCalls).toBe(1);
+    endTurn!();
+    await turn;
+    await new Promise((r) => setTimeout(r, 0));
+    expect(posted.map((m) => m.type)).toEqual(['turnStart', 'turnEnd', 'history']);
+    expect(posted.at(-1)).toMatchObject({ type: 'history', messages: stored(2) });
+    expect(conn.sent.filter((s) => s.method === 'topicForest/threadHistory')).toHaveLength(2);
   });
 
   it('copies code and opens only web links', async () => {
