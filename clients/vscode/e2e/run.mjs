@@ -173,6 +173,7 @@ async function main() {
     const chat = page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
     const input = chat.locator('#input');
     await input.waitFor({ state: 'visible', timeout: 60_000 });
+    await chat.locator('#send:enabled').waitFor({ timeout: 60_000 }); // its script is running
     mark('chatViewVisible', tV);
     const status = page.locator('.statusbar-item', { hasText: /\d(\.\d)?k?\/1k/ });
     await status.first().waitFor({ timeout: 60_000 });   // the server answered listTopics

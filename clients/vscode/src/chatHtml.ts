@@ -48,7 +48,7 @@ export function chatHtml(o: ChatHtmlOptions): string {
 <form id="composer" class="composer">
   <textarea id="input" rows="3" placeholder="Ask about your code (Enter to send, Shift+Enter for a new line)" aria-label="Message"></textarea>
   <div class="composer-buttons">
-    <button id="send" type="submit">Send</button>
+    <button id="send" type="submit" disabled>Send</button>
     <button id="stop" type="button" hidden>Stop</button>
   </div>
 </form>

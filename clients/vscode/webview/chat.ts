@@ -241,4 +241,5 @@ log.addEventListener('click', (event) => {
 const saved = vscode.getState() as { draft?: string } | undefined;
 if (saved?.draft) input.value = saved.draft;
 input.focus();
+sendButton.disabled = false; // the page's HTML keeps it off until this script handles sending
 post({ type: 'ready' });

@@ -72,9 +72,10 @@ afterAll(async () => {
   await new Promise((resolve) => server.close(resolve));
 });
 
-async function open(inject = false): Promise<Page> {
-  page = await browser.newPage({ viewport: { width: 420, height: 700 } });
-  await page.addInitScript(() => {
+/** A page with the webview's API stood in for: what the script posts lands in __posted. */
+async function newChatPage(): Promise<Page> {
+  const fresh = await browser.newPage({ viewport: { width: 420, height: 700 } });
+  await fresh.addInitScript(() => {
     window.__posted = [];
     window.__csp = [];
     document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
@@ -86,6 +87,11 @@ async function open(inject = false): Promise<Page> {
       setState: (s: unknown) => { state = s; },
     });
   });
+  return fresh;
+}
+
+async function open(inject = false): Promise<Page> {
+  page = await newChatPage();
   await page.goto(`${origin}/${inject ? '?inject' : ''}`);
   await page.waitForFunction(() => window.__posted.some((m) => m.type === 'ready'));
   return page;
@@ -101,6 +107,22 @@ describe('chat webview page', () => {
   });
   afterEach(async () => {
     await page.close();
+  });
+
+  it('Send is off until the script that sends has loaded (the form would otherwise navigate away)', async () => {
+    const early = await newChatPage();
+    try {
+      let release: () => void = () => undefined;
+      const held = new Promise<void>((resolve) => { release = resolve; });
+      await early.route('**/chat.js', async (route) => { await held; await route.continue(); });
+      await early.goto(`${origin}/`, { waitUntil: 'commit' });
+      await early.locator('#send').waitFor();
+      expect(await early.locator('#send').isDisabled()).toBe(true);
+      release();
+      await early.locator('#send:enabled').waitFor({ timeout: 10_000 });
+    } finally {
+      await early.close();
+    }
   });
 
   it('Enter sends, Shift+Enter makes a new line', async () => {
