@@ -21,6 +21,24 @@ def test_identifiers_and_paths_are_kept_whole_and_split() -> None:
     assert "the" not in extract("the loader and the config").terms
 
 
+def test_files_are_what_a_developer_would_call_files() -> None:
+    """The Topics view lists a topic's files: rates, routes, URLs and MIME types are not files,
+    and a dotfile folder keeps its dot."""
+    text = (
+        "Set limit=300/minute, skip /healthz, send text/html and/or JSON to "
+        "postgresql://app:secret@db/app. Edit .github/workflows/ci.yml, app/db.py, src/lexer, "
+        "/etc/hosts and the Dockerfile; foo.github/x.py stays as written."
+    )
+    assert extract(text).files == [
+        ".github/workflows/ci.yml",
+        "app/db.py",
+        "src/lexer",
+        "etc/hosts",
+        "Dockerfile",
+        "foo.github/x.py",
+    ]
+
+
 def test_embed_query_never_mutates_the_vocabulary() -> None:
     embedder = Embedder()
     embedder.embed("build_loader data/loader.py")

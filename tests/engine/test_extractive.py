@@ -96,6 +96,22 @@ def test_a_repeated_line_is_kept_once() -> None:
     assert digest.select(400).count(line) == 1
 
 
+def test_the_lead_names_files_and_code_before_numbers() -> None:
+    """A summary's lead says what the topic is about: its files and code names, not the API
+    acronym or the number that happened to be repeated most ("about API, 60, /minute")."""
+    digest = Digest(
+        None,
+        _messages(
+            "The API limit is 60 per minute; the API returns 429 after 60 calls in 60 s.",
+            "Count in app/middleware/ratelimit.py with INCR; the API key is rl_key.",
+            "Keep app/middleware/ratelimit.py small: API checks call rate_limit() once.",
+        ),
+    )
+    lead = digest.summary(200).split(". ")[0]
+    assert lead.startswith(f"{LEAD} app/middleware/ratelimit.py, ")
+    assert "60" not in lead and "/minute" not in lead
+
+
 def test_render_cut_spends_no_room_on_a_lead() -> None:
     """The topic header already names the topic; a cut summary goes straight to the facts."""
     window = ContextWindow(WindowConfig(history_budget=1024))

@@ -172,3 +172,15 @@ def test_render_digest_cache_stays_bounded() -> None:
         window.graduate()
         window.render(thread_id="t")
     assert len(window.summary_digests) <= 4 * window.config.max_topics + 65
+
+
+def test_a_title_leads_with_the_topic_files() -> None:
+    """Titles are what the Topics view shows: files first, then the code names."""
+    window = ContextWindow(WindowConfig(history_budget=256))
+    for i in range(6):
+        window.append("t", "user", f"Why does parse_header fail in src/http/parser.py? try {i}")
+        window.append("t", "assistant", "parse_header reads its buffer; see parse_header.")
+    window.append("t", "user", "thanks")
+    window.graduate()
+    (root,) = window.forest.live_roots()
+    assert window.title(root).startswith("src/http/parser.py, parse_header")

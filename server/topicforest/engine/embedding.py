@@ -36,11 +36,13 @@ FILE_EXTENSIONS = frozenset(
     """.split()
 )
 SPECIAL_FILES = frozenset({"dockerfile", "makefile", "procfile", "jenkinsfile", "gemfile"})
+MIME_HEADS = frozenset({"application", "audio", "font", "image", "multipart", "text", "video"})
 
 _CHUNK = re.compile(r"[A-Za-z0-9_$@~-]*[A-Za-z0-9_][\w$@~./:-]*[A-Za-z0-9_]|[A-Za-z0-9_]+")
 _PART_SPLIT = re.compile(r"[/._:$@~-]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_JOINS_DOT = re.compile(r"[\w./~-]")  # a dot after one of these is not a dotfile's
 
 
 @dataclass(slots=True)
@@ -53,11 +55,22 @@ class Features:
 
 
 def is_file_path(chunk: str) -> bool:
+    """A file or folder a developer would recognise: `app/db.py`, `Dockerfile`, `src/lexer`,
+    `/etc/hosts`; not a URL, a rate (`300/minute`), a route (`/healthz`) or a MIME type."""
+    if "://" in chunk:
+        return False
     stem, dot, ext = chunk.rpartition(".")
     if dot and stem and ext.lower() in FILE_EXTENSIONS and not stem.replace(".", "").isdigit():
         return True
-    base = chunk.rsplit("/", 1)[-1].lower()
-    return base in SPECIAL_FILES or ("/" in chunk and any(c.isalpha() for c in chunk))
+    if chunk.rsplit("/", 1)[-1].lower() in SPECIAL_FILES:
+        return True
+    segments = chunk.strip("/").split("/")
+    return (
+        len(segments) >= 2
+        and all(len(s) >= 2 and not s[0].isdigit() for s in segments)
+        and segments[0].lower() not in MIME_HEADS
+        and not all(s.lower() in STOPWORDS for s in segments)  # and/or
+    )
 
 
 def is_symbol(chunk: str) -> bool:
@@ -80,14 +93,14 @@ def extract(text: str) -> Features:
     terms: Counter[str] = Counter()
     files: list[str] = []
     symbols: list[str] = []
-    for raw in _CHUNK.findall(text):
-        chunk = raw.strip("-.:")
+    for match in _CHUNK.finditer(text):
+        chunk = match.group().strip("-.:")
         if not chunk:
             continue
         lower = chunk.lower()
         code_like = not chunk.isalpha() or not (chunk.islower() or chunk.istitle())
         if is_file_path(chunk):
-            files.append(chunk)
+            files.append(_dotted(text, match.start(), chunk))
         elif is_symbol(chunk):
             symbols.append(chunk)
         if code_like:
@@ -100,6 +113,14 @@ def extract(text: str) -> Features:
         elif len(lower) > 2 and lower not in STOPWORDS:
             terms[lower] += 1
     return Features(terms, files, symbols)
+
+
+def _dotted(text: str, start: int, path: str) -> str:
+    """`path` with the leading dot the chunk pattern leaves out (`.github/workflows/ci.yml`),
+    when the text has one right before it and nothing joined to that dot."""
+    if start and text[start - 1] == "." and (start == 1 or not _JOINS_DOT.match(text[start - 2])):
+        return "." + path
+    return path
 
 
 def dot(a: Mapping[str, int], b: Mapping[str, int], idf: Mapping[str, float]) -> float:

@@ -294,7 +294,8 @@ class ContextWindow:
         return [self.topic(r) for r in self.forest.roots()]
 
     def title(self, root: int) -> str:
-        """A short label: the topic's most named files/symbols, else its most distinctive terms."""
+        """A short label: the topic's most named files/symbols (files first: what a developer
+        recognises at a glance), else its most distinctive terms."""
         key = (root, self.forest.version(root))
         cached = self._titles.get(key)
         if cached is None:
@@ -305,7 +306,10 @@ class ContextWindow:
 
     def _make_title(self, root: int) -> str:
         centroid = self.index[root]
-        names = [n for n, _ in (centroid.files + centroid.symbols).most_common(3)]
+        top = (centroid.files + centroid.symbols).most_common(3)
+        names = [n for n, _ in top if n in centroid.files] + [
+            n for n, _ in top if n not in centroid.files
+        ]
         if len(names) < 3:
             idf = self.embedder.idf
             top = heapq.nlargest(

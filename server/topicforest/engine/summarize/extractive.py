@@ -52,12 +52,31 @@ def _entities(text: str) -> tuple[str, ...]:
         token = match.strip(".,:;()")
         if len(token) < 2:
             continue
-        if ("/" in token or "." in token) and not (
-            is_file_path(token) or is_symbol(token) or token[:1].isdigit() or token[1:2].isdigit()
+        if (
+            ("/" in token or "." in token)
+            and not (
+                "://" in token  # URLs are kept whole
+                or is_file_path(token)
+                or is_symbol(token)
+                or token[:1].isdigit()
+                or token[1:2].isdigit()
+            )
         ):
             continue
         found.append(token)
     return tuple(found)
+
+
+def _lead_names(names: Sequence[str], count: int = 3) -> list[str]:
+    """The names a lead opens with: the most mentioned files and code names first, numbers,
+    flags and URLs only to fill up ("about app/db.py, QueuePool", not "about API, 60")."""
+    ranked = [n for n, _ in Counter(names).most_common()]
+    files = [n for n in ranked if is_file_path(n)]
+    code = [n for n in ranked if is_symbol(n) and n not in files]
+    rest = [n for n in ranked if n not in files and n not in code]
+    words = [n for n in rest if n[:1].isalpha() and "://" not in n]
+    top = (files + code)[:count]
+    return sorted(top, key=lambda n: n not in files) + words[: count - len(top)] or ranked[:count]
 
 
 def _sentences(text: str) -> list[str]:
@@ -129,8 +148,7 @@ class Digest:
         self.entity_costs = [estimate_tokens(e) + 1 for e in self.entities]
         names = [e for ms in mentions for e in ms]
         self.first_seen = {e: i for i, e in enumerate(dict.fromkeys(names))}
-        top = Counter(names).most_common(3)
-        self.lead = f"{LEAD} {', '.join(e for e, _ in top)}." if top else f"{LEAD} this."
+        self.lead = f"{LEAD} {', '.join(_lead_names(names))}." if names else f"{LEAD} this."
 
     def summary(self, target_tokens: int, sentence_share: float = SENTENCE_SHARE) -> str:
         """First person, as the user: a lead naming the topic, then `select`'s text."""
