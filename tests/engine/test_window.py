@@ -184,3 +184,36 @@ def test_a_title_leads_with_the_topic_files() -> None:
     window.graduate()
     (root,) = window.forest.live_roots()
     assert window.title(root).startswith("src/http/parser.py, parse_header")
+
+
+def test_uncovered_members_follow_graduation_summaries_and_merges() -> None:
+    """`uncovered` is remembered between renders; it must always equal a fresh scan of the
+    members, whatever changed: new members, full and partial summaries, merges."""
+    from dataclasses import replace
+
+    from topicforest.engine.summarize.base import SummaryResult
+
+    from .helpers import exchange
+
+    window = ContextWindow(WindowConfig(history_budget=512, max_topics=2))
+
+    def check() -> None:
+        for root in window.forest.live_roots():
+            summary = window.summaries.get(root)
+            covered = summary.covered if summary else set()
+            scan = [m for m in window.forest.members(root) if m not in covered]
+            assert window.uncovered(root) == scan
+
+    for i in range(12):
+        for topic in ("loader", "docker", "auth"):
+            user, reply = exchange(topic, i)
+            window.append("main", "user", user)
+            window.append("main", "assistant", reply)
+            window.graduate()
+            check()
+        for job in window.summary_jobs(force=True):
+            if i % 2:  # a partial batch: the topic stays dirty with fewer uncovered members
+                job = replace(job, message_ids=job.message_ids[:1])
+            window.apply_summary(job, SummaryResult(f"summary {i}", "test"))
+            check()
+    assert any(window.uncovered(r) for r in window.forest.live_roots())  # partial batches left some

@@ -263,10 +263,7 @@ def _topic_block(
     if not dirty and summary:
         parts.append(quote(fit_summary(window, root, summary.text, room)))
     elif dirty:
-        covered = summary.covered if summary else set()
-        pending = [
-            m for m in window.forest.members(root) if m not in covered and m not in shown_elsewhere
-        ]
+        pending = [m for m in window.uncovered(root) if m not in shown_elsewhere]
         messages = window.log.get_many(pending)
         base = count(quote(summary.text)) + 1 if summary else 0
         if base + sum(m.tokens + 4 for m in messages) <= room:
@@ -274,8 +271,7 @@ def _topic_block(
             parts += [quote(summary.text)] if summary else []
             parts += [quote_message(m) for m in messages]
         elif room >= MIN_SUMMARY_ROOM:  # a live extractive digest of summary + new messages
-            key = (root, window.forest.version(root), hash(tuple(recalled_ids)))
-            digest = _digest(window, key, summary.text if summary else None, messages, title)
+            digest = _digest(window, root, summary.text if summary else None, messages, title)
             parts.append(quote(digest.select(room - 2, RENDER_SENTENCE_SHARE)))
     body = "\n".join(parts)
     mode: Mode = ("summary+messages" if dirty else "summary") if summary else "messages"
@@ -304,20 +300,19 @@ def fit_summary(window: ContextWindow, root: int, text: str, room: int) -> str:
     if room < MIN_SUMMARY_ROOM:
         return ""
     title = window.title(root)
-    digest = _digest(window, (root, hash(text), hash(title)), text, [], title)
+    digest = _digest(window, root, text, [], title)
     return digest.select(room - 2, RENDER_SENTENCE_SHARE)  # no lead: the header names the topic
 
 
 def _digest(
-    window: ContextWindow,
-    key: tuple[int, ...],
-    previous: str | None,
-    messages: list[Message],
-    title: str,
+    window: ContextWindow, root: int, previous: str | None, messages: list[Message], title: str
 ) -> Digest:
-    """The window's cached digest for `key`, built on first use; the cache stays small.
+    """The window's cached digest of topic `root`'s summary and messages, built on first use;
+    the cache stays small. Keyed by what it is made of, so a query that recalls none of these
+    messages finds the digest the last render built.
 
     Names the topic's header (`title`) already shows are not offered again."""
+    key = (root, hash(previous), hash(tuple(m.id for m in messages)), hash(title))
     digest = window.summary_digests.get(key)
     if digest is None:
         if len(window.summary_digests) > 4 * window.config.max_topics + 64:

@@ -114,6 +114,8 @@ class ContextWindow:
         self.pending_terms: dict[int, Counter[str]] = {}  # members no summary covers yet
         self.fallback_summary: str | None = None
         self._titles: dict[tuple[int, int], str] = {}
+        # per topic: (version, summary, covered count) -> its members no summary covers yet
+        self._uncovered: dict[int, tuple[int, Summary | None, int, list[int]]] = {}
         self.summary_digests: dict[tuple[int, ...], Digest] = {}  # render cuts summaries to fit
         self._last_planted: dict[str, int] = {}  # per thread, the newest graduated message
         self.wants_fallback = False  # set by render when topics cannot fit; see resolver
@@ -371,8 +373,7 @@ class ContextWindow:
             if not self.is_dirty(root):
                 continue
             summary = self.summaries.get(root)
-            covered = summary.covered if summary else set()
-            fresh = [m for m in self.forest.members(root) if m not in covered]
+            fresh = self.uncovered(root)
             if not fresh and summary:  # a merge of two summarized topics needs no model call
                 summary.version = self.forest.version(root)
                 continue
@@ -402,6 +403,23 @@ class ContextWindow:
                 SummaryJob(root, self.forest.version(root), request, tuple(m.id for m in batch))
             )
         return jobs
+
+    def uncovered(self, root: int) -> list[int]:
+        """The topic's members no summary covers yet, in member order.
+
+        Remembered until the topic or its summary changes: a render meets every dirty topic,
+        and scanning a big topic's members each time cost a millisecond per turn at 10k."""
+        summary = self.summaries.get(root)
+        version = self.forest.version(root)
+        covered = summary.covered if summary else set()
+        cached = self._uncovered.get(root)
+        if cached and cached[0] == version and cached[1] is summary and cached[2] == len(covered):
+            return cached[3]
+        fresh = [m for m in self.forest.members(root) if m not in covered]
+        if len(self._uncovered) > 4 * self.config.max_topics + 64:
+            self._uncovered.clear()
+        self._uncovered[root] = (version, summary, len(covered), fresh)
+        return fresh
 
     def summary_target(self) -> int:
         """Tokens per topic summary: the topic share of the budget split across live topics."""

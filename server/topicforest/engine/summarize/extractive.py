@@ -146,9 +146,14 @@ class Digest:
         known = known.lower()
         self.entities = _spread([[e for e in ms if e.lower() not in known] for ms in mentions])
         self.entity_costs = [estimate_tokens(e) + 1 for e in self.entities]
-        names = [e for ms in mentions for e in ms]
-        self.first_seen = {e: i for i, e in enumerate(dict.fromkeys(names))}
-        self.lead = f"{LEAD} {', '.join(_lead_names(names))}." if names else f"{LEAD} this."
+        self.names = [e for ms in mentions for e in ms]
+        self.first_seen = {e: i for i, e in enumerate(dict.fromkeys(self.names))}
+
+    @functools.cached_property
+    def lead(self) -> str:
+        """What the topic is about, for a summary shown on its own (a render's cut has none)."""
+        names = self.names
+        return f"{LEAD} {', '.join(_lead_names(names))}." if names else f"{LEAD} this."
 
     def summary(self, target_tokens: int, sentence_share: float = SENTENCE_SHARE) -> str:
         """First person, as the user: a lead naming the topic, then `select`'s text."""
