@@ -113,7 +113,7 @@ class ContextWindow:
         self.expanded: set[int] = set()
         self.pending_terms: dict[int, Counter[str]] = {}  # members no summary covers yet
         self.fallback_summary: str | None = None
-        self._titles: dict[tuple[int, int], str] = {}
+        self._titles: dict[tuple[int, int, int], str] = {}
         # per topic: (version, summary, covered count) -> its members no summary covers yet
         self._uncovered: dict[int, tuple[int, Summary | None, int, list[int]]] = {}
         self.summary_digests: dict[tuple[int, ...], Digest] = {}  # render cuts summaries to fit
@@ -298,7 +298,7 @@ class ContextWindow:
     def title(self, root: int) -> str:
         """A short label: the topic's most named files/symbols (files first: what a developer
         recognises at a glance), else its most distinctive terms."""
-        key = (root, self.forest.version(root))
+        key = (root, self.forest.version(root), self.embedder.epoch)  # a term's weight may pick it
         cached = self._titles.get(key)
         if cached is None:
             cached = self._titles[key] = sanitize_line(self._make_title(root))

@@ -100,6 +100,11 @@ MIGRATIONS: tuple[str, ...] = (
         ('df_generation', 0), ('docs_at_epoch', 0),
         ('fallback_summary', NULL);
     """,
+    # 2: the hot zones' messages (no topic yet) are a few dozen rows among thousands; a window
+    # loading another's commits reads them by this index instead of scanning whole threads.
+    """
+    CREATE INDEX messages_hot ON messages (thread_id, id) WHERE root_id IS NULL;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

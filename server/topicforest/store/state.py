@@ -142,23 +142,31 @@ class Mirror:
         """Document frequencies and the IDF they gave at the writer's last epoch, exactly.
 
         IDF is persisted rather than recomputed: the engine refreshes it only every few hundred
-        documents, so recomputing would change titles and clustering after a reload.
+        documents, so recomputing would change titles and clustering after a reload. Between
+        those refreshes another window's commits only add counts and brand-new terms: they are
+        applied in place, without a new epoch (which would recompute every centroid's norm).
+        Returns whether the weights changed (a new epoch).
         """
         n_docs, generation = int(meta["n_docs"]), int(meta["df_generation"])
+        embedder = window.embedder
         if generation != self.df_generation or since < 0:  # pruned: deletions, reload all
             self.df = dict(conn.execute("SELECT term, df FROM doc_freq"))
             self.idf = dict(conn.execute("SELECT term, idf FROM doc_freq"))
         elif n_docs != self.n_docs:
             rows = conn.execute("SELECT term, df, idf FROM doc_freq WHERE rev > ?", (since,))
+            same_epoch = int(meta["docs_at_epoch"]) == self.docs_at_epoch
             for term, count, weight in rows:
-                self.df[term] = count
-                self.idf[term] = weight
+                same_epoch = same_epoch and self.idf.get(term, weight) == weight
+                self.df[term] = embedder.df[term] = count
+                self.idf[term] = embedder._idf[term] = weight
+            if same_epoch:  # counts and brand-new terms only: no weight of a centroid changed
+                self.n_docs = embedder.n_docs = n_docs
+                return False  # (the changed centroids' norms are computed as they load)
         else:
             return False
         df, idf = self.df, self.idf
         self.n_docs, self.df_generation = n_docs, generation
         self.docs_at_epoch = int(meta["docs_at_epoch"])
-        embedder = window.embedder
         embedder.df, embedder._idf = dict(df), dict(idf)
         embedder.n_docs, embedder._docs_at_epoch = n_docs, self.docs_at_epoch
         embedder.epoch += 1  # cached norms and pair products are recomputed from the new IDF
@@ -281,30 +289,24 @@ class Mirror:
         self.pending = set(pending)
 
     def _load_hot(self, conn: sqlite3.Connection, window: ContextWindow, since: int) -> None:
-        """Hot zones are the messages no topic holds yet, per thread in id order."""
-        if since < 0:
-            threads = None
-        else:
-            threads = [
-                r[0]
-                for r in conn.execute(
-                    "SELECT DISTINCT thread_id FROM messages WHERE rev > ?", (since,)
-                )
-            ]
-            if not threads:
-                return
-            for thread in threads:
-                window.hot.pop(thread, None)
-                window.hot_tokens.pop(thread, None)
-        query = f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE root_id IS NULL"
-        if threads is None:
-            rows = conn.execute(query + " ORDER BY id")
-        else:
-            rows = conn.execute(
-                query + " AND thread_id IN (SELECT value FROM json_each(?)) ORDER BY id",
-                (_dumps(threads),),
-            )
-        for row in rows:
+        """Hot zones are the messages no topic holds yet, per thread in id order.
+
+        After any message change they are read again whole, through the `messages_hot` index:
+        a few dozen rows. (Finding the threads that changed first cost more: a merge re-places
+        thousands of messages, and their threads' rows had to be scanned for the hot ones.)"""
+        if (
+            since >= 0
+            and not conn.execute(
+                "SELECT 1 FROM messages WHERE rev > ? LIMIT 1", (since,)
+            ).fetchone()
+        ):
+            return
+        window.hot.clear()
+        window.hot_tokens.clear()
+        # no ORDER BY id in SQL: SQLite would then walk the whole table in id order to skip a
+        # sort of a few dozen rows
+        rows = conn.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE root_id IS NULL")
+        for row in sorted(rows, key=lambda row: row[0]):  # id order: threads as on a fresh open
             window.push_hot(row_to_message(row))
 
     @staticmethod
