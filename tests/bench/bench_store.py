@@ -152,6 +152,35 @@ def bench_drop(path: Path, changes: int = 40) -> None:
     store.close()
 
 
+def bench_foreign_turns(path: Path, turns: int = 150) -> None:
+    """What another window's chat turns cost this one: window A appends an exchange and
+    graduates it (a commit), window B loads it (`refresh`, what its watcher triggers) and renders
+    with a query, as its next chat turn would."""
+    a, b = Store(path), Store(path)
+    wa, wb = a.open_window(), b.open_window()
+    wb.render(query="warm up")  # the recall index is built on a first render, not measured
+    loads, renders = [], []
+    for i in range(turns):
+        question = f"Turn {i}: why does create_invoice in server/api/invoices.py fail?"
+        wa.append("bench-a", "user", question)
+        wa.append("bench-a", "assistant", f"Because due_date_{i % 13} is null; add a default.")
+        wa.graduate()
+        start = time.perf_counter()
+        b.refresh()
+        loads.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        wb.render(query=f"pg_isready healthcheck {i}", thread_id="bench-b")
+        renders.append(time.perf_counter() - start)
+    for label, times in (("B loads A's turn", loads), ("B's next render with a query", renders)):
+        times.sort()
+        print(
+            f"{label} at {b.message_count()} messages: p50 {statistics.median(times) * 1000:.2f}"
+            f" ms, p95 {times[int(len(times) * 0.95)] * 1000:.2f} ms"
+        )
+    a.close()
+    b.close()
+
+
 def bench_append(path: Path, count: int = 200) -> None:
     store = Store(path)
     window = store.open_window()
@@ -269,6 +298,7 @@ def main() -> None:
             print("server: this server does not use the store yet; server figures skipped")
         bench_open(path)
         bench_drop(path)
+        bench_foreign_turns(path)
         bench_append(path)
 
 
