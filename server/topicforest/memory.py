@@ -49,6 +49,9 @@ IDLE_SECONDS = 2.0  # quiet time after which topics with no summary yet get thei
 SETTLE_SECONDS = 60.0  # quiet time after which every topic's summary is brought up to date
 SETTLE_ENV = "TOPICFOREST_SETTLE_SECONDS"  # override, for tests and impatient demos
 CLOSE_TIMEOUT = 5.0  # seconds close() waits for the maintenance task
+# Upkeep waits for turns between receipt and send (milliseconds), but not longer than this for
+# one stuck before its first byte (an endpoint that never accepts): topics go on forming.
+SEND_GATE_SECONDS = 1.0
 ProgressStage = Literal["begin", "report", "end"]
 
 
@@ -466,13 +469,20 @@ class WorkspaceMemory:
             if self._closed:
                 return
             try:
-                await self._requests_out.wait()
+                await self._until_requests_out()
                 with self._unsynced():  # upkeep's commits never hold the loop up on an fsync:
                     await self.maintain(idle=quiet > 0, settle=quiet >= self.settle_seconds)
                 await self._sync()  # they reach the disk from a worker thread after each round
                 tidy_heap()
             except Exception:  # keep serving; the next append retries
                 log.exception("maintenance of %s failed", self.key)
+
+    async def _until_requests_out(self) -> None:
+        try:
+            async with asyncio.timeout(SEND_GATE_SECONDS):
+                await self._requests_out.wait()
+        except TimeoutError:
+            log.debug("a chat request of %s has not left after %g s", self.key, SEND_GATE_SECONDS)
 
     async def maintain(self, *, idle: bool = False, settle: bool = False) -> None:
         """Graduate overflow into the forest, then summarize topics that are due (`idle`: the

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import threading
 import time
 from pathlib import Path
@@ -170,3 +171,38 @@ async def test_upkeep_never_starts_while_a_turn_is_sending(
         finally:
             await memory.close()
     assert starts and all(starts)
+
+
+async def test_upkeep_goes_on_while_a_turn_hangs_before_sending() -> None:
+    """Upkeep waits for a turn's request to leave, but a model endpoint that never accepts the
+    connection holds it back only briefly: topics keep forming while that turn hangs."""
+    with socket.socket() as endpoint:
+        endpoint.bind(("127.0.0.1", 0))
+        endpoint.listen(0)
+        port = endpoint.getsockname()[1]
+        queued = [socket.socket() for _ in range(4)]  # fill its accept queue: connects now hang
+        for client in queued:
+            client.setblocking(False)
+            client.connect_ex(("127.0.0.1", port))
+        settings = Settings(
+            chat_model="openai/c", api_base=f"http://127.0.0.1:{port}/v1", history_budget=512
+        )
+        memory = WorkspaceMemory("k", settings, persist=False)
+        memory.start()
+        turn = asyncio.create_task(memory.chat("t", "1", "Where is parse_config defined?"))
+        try:
+            await asyncio.sleep(0.3)
+            assert not turn.done() and not memory._requests_out.is_set()  # stuck connecting
+            for role, text in SAMPLE[:30]:
+                memory.append("u", role, text)  # wakes upkeep, which has graduating to do
+            for _ in range(100):
+                if memory.window.forest.live_roots():
+                    break
+                await asyncio.sleep(0.05)
+            assert memory.window.forest.live_roots()  # topics formed within seconds
+            assert not turn.done()  # while the turn still hangs
+        finally:
+            turn.cancel()
+            await memory.close()
+            for client in queued:
+                client.close()
