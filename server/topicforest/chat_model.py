@@ -62,14 +62,37 @@ class Route:
 
 
 def resolve_route(model: str, api_base: str | None) -> Route:
-    """Ask litellm where `model` lives (imports litellm and aiohttp: call off the event loop)."""
+    """Where `model` lives (imports aiohttp, and litellm unless the model string says it all:
+    call off the event loop)."""
     import aiohttp  # noqa: F401  (imported here, off the loop, so the first turn does not pay it)
 
+    return explicit_route(model, api_base) or litellm_route(model, api_base)
+
+
+def explicit_route(model: str, api_base: str | None) -> Route | None:
+    """The route of `openai/<name>` with an api base, which needs no lookup: litellm's own answer
+    (tests/server/test_chat_model.py compares them), without importing litellm — seconds that a
+    new window's first question would otherwise wait. None for every other model string."""
+    prefix, _, name = model.partition("/")
+    if prefix != "openai" or not name or not api_base or os.environ.get("USE_LITELLM_PROXY"):
+        return None
+    return _direct_route(model, api_base, name, "openai", None, api_base)
+
+
+def litellm_route(model: str, api_base: str | None) -> Route:
+    """Ask litellm where `model` lives (imports it: seconds, the first time)."""
     litellm = load_litellm()
     try:
         name, provider, key, base = litellm.get_llm_provider(model=model, api_base=api_base)
     except Exception:  # litellm will explain it when the call is made
         return Route(model, api_base)
+    return _direct_route(model, api_base, name, provider, key, base)
+
+
+def _direct_route(
+    model: str, api_base: str | None, name: str, provider: str, key: str | None, base: str | None
+) -> Route:
+    """The direct route for litellm's answer (name, provider, key, base), if it has one."""
     env_key = DIRECT_PROVIDERS.get(provider)
     if env_key is None:
         return Route(model, api_base)

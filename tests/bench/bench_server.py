@@ -139,6 +139,28 @@ def initialize_round_trips(runs: int) -> list[float]:
     return out
 
 
+def first_turns(runs: int) -> None:
+    """A new window's first question, asked the moment the server has initialized: how long
+    from spawning the process until the model receives the request, and until the reply."""
+    to_stub, to_reply = [], []
+    with ThreadedStubLLM(chunks=2) as stub:
+        for _ in range(runs):
+            with tempfile.TemporaryDirectory() as folder:
+                spawned = time.time()
+                with StdioClient(env=stub.env) as client:
+                    settings = {"chatModel": "openai/bench", "apiBase": stub.base_url}
+                    client.initialize([Path(folder)], {**settings, "storePath": folder})
+                    before = len(stub.requests)
+                    question = {"threadId": "t", "turnId": "first", "message": message(3)}
+                    client.request(P + "chat", question)
+                    to_reply.append(time.time() - spawned)
+                    first = next(r for r in stub.requests[before:] if r.kind == "chat")
+                    to_stub.append(first.started - spawned)
+    print(f"first question at once after start ({runs} processes):")
+    print(f"  spawn -> request at the model: {ms(to_stub, 50, 100)}")
+    print(f"  spawn -> reply:                {ms(to_reply, 50, 100)}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=10_000)
@@ -155,6 +177,7 @@ def main() -> int:
                 spawned.append(time.perf_counter() - start)
     print(f"initialize round trip (idle process): {ms(warm, 50, 100)}")
     print(f"spawn + imports + initialize:         {ms(spawned, 50, 100)}")
+    first_turns(5)
 
     with ThreadedStubLLM(chunks=2) as stub, tempfile.TemporaryDirectory() as folder:
         client = StdioClient(SERVE_DEBUG, env=stub.env)

@@ -9,7 +9,14 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 
-from topicforest.chat_model import ChatModel, ChatModelError, Usage, resolve_route
+from topicforest.chat_model import (
+    ChatModel,
+    ChatModelError,
+    Usage,
+    explicit_route,
+    litellm_route,
+    resolve_route,
+)
 from topicforest.testing.stub_llm import STUB_API_KEY, StubLLM
 
 QUESTION = [{"role": "user", "content": "Why does data/loader.py call build_loader twice?"}]
@@ -52,6 +59,45 @@ def test_litellm_decides_which_models_take_the_direct_path(
     monkeypatch.delenv("OPENAI_API_BASE", raising=False)
     assert resolve_route("gpt-4o-mini", None).url is None  # litellm says which key is missing
     assert "Authorization" not in resolve_route("openai/local", "http://127.0.0.1:1/v1").headers
+
+
+@pytest.mark.parametrize("key", [None, "sk-test"])
+@pytest.mark.parametrize(
+    ("model", "api_base"),
+    [
+        ("openai/qwen-coder", "http://127.0.0.1:8000/v1/"),
+        ("openai/org/model-7b", "https://llm.internal/v1"),
+        ("openai/gpt-4o-mini", "https://api.openai.com/v1"),
+    ],
+)
+def test_an_explicit_openai_route_is_what_litellm_resolves(
+    monkeypatch: pytest.MonkeyPatch, model: str, api_base: str, key: str | None
+) -> None:
+    """`openai/<name>` with an api base is routed without importing litellm (a new window's
+    first question does not wait seconds for it); the route must be litellm's own."""
+    if key:
+        monkeypatch.setenv("OPENAI_API_KEY", key)
+    else:
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_ORGANIZATION", "org-1")
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    quick = explicit_route(model, api_base)
+    assert quick is not None and quick == litellm_route(model, api_base)
+    assert resolve_route(model, api_base) == quick
+
+
+def test_everything_else_is_routed_by_litellm(monkeypatch: pytest.MonkeyPatch) -> None:
+    for model, api_base in [
+        ("openai/gpt-4o-mini", None),  # the base comes from the environment or litellm
+        ("gpt-4o-mini", "http://127.0.0.1:1/v1"),
+        ("hosted_vllm/llama", "http://gpu:8000/v1"),
+        ("anthropic/claude-3-5-haiku-latest", "http://127.0.0.1:1/v1"),
+        ("openai/", "http://127.0.0.1:1/v1"),
+    ]:
+        assert explicit_route(model, api_base) is None, model
+    monkeypatch.setenv("USE_LITELLM_PROXY", "true")  # litellm then sends everything to its proxy
+    assert explicit_route("openai/qwen-coder", "http://127.0.0.1:8000/v1") is None
 
 
 def test_the_proxy_comes_from_the_environment_once(monkeypatch: pytest.MonkeyPatch) -> None:
