@@ -347,26 +347,28 @@ class Mirror:
     def _save_forest(self, conn: sqlite3.Connection, window: ContextWindow, rev: int) -> bool:
         forest = window.forest
         current = forest.roots()
-        changed: list[int] = []
+        changed: list[tuple[int, int]] = []  # (root, how many of its first members are placed)
         for root in current:
-            fp = self.root_fp(window, root)
-            if self.roots.get(root) != fp:
+            fp, saved = self.root_fp(window, root), self.roots.get(root)
+            if saved != fp:
                 self.roots[root] = fp
-                changed.append(root)
+                changed.append((root, self._placed_prefix(forest.root(root).members, root, saved)))
         gone = set(self.roots) - set(current)
         if not changed and not gone:
             return False
         conn.executemany(
             "INSERT OR REPLACE INTO roots (id, ord, version, dropped, pinned, expanded, size, rev)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [(root, *self.roots[root], rev) for root in changed],
+            [(root, *self.roots[root], rev) for root, _ in changed],
         )
         conn.executemany("DELETE FROM roots WHERE id = ?", [(root,) for root in gone])
         for root in gone:
             del self.roots[root]
         moves, planted = [], []
-        for root in changed:
-            for pos, member in enumerate(forest.members(root)):
+        for root, placed in changed:
+            members = forest.root(root).members
+            for pos in range(placed, len(members)):
+                member = members[pos]
                 place = self.placement.get(member)
                 if place != (root, pos):
                     self.placement[member] = (root, pos)
@@ -377,6 +379,15 @@ class Mirror:
         conn.executemany("UPDATE messages SET root_id = ?, pos = ?, rev = ? WHERE id = ?", moves)
         conn.executemany("UPDATE messages SET terms = ? WHERE id = ?", planted)
         return True
+
+    def _placed_prefix(self, members: list[int], root: int, saved: RootFp | None) -> int:
+        """How many of `root`'s first members are stored in place already. A topic's member list
+        only ever grows at its end (attach, union), so a graduation into a 1,000-message topic
+        writes its new members without rechecking the rest; the last one saved is checked."""
+        size = saved[-1] if saved else 0
+        if 0 < size <= len(members) and self.placement.get(members[size - 1]) == (root, size - 1):
+            return size
+        return 0
 
     def _save_centroids(self, conn: sqlite3.Connection, window: ContextWindow, rev: int) -> bool:
         centroids = window.index.centroids
