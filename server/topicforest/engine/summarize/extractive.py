@@ -68,15 +68,15 @@ def _entities(text: str) -> tuple[str, ...]:
 
 
 def _lead_names(names: Sequence[str], count: int = 3) -> list[str]:
-    """The names a lead opens with: the most mentioned files and code names first, numbers,
-    flags and URLs only to fill up ("about app/db.py, QueuePool", not "about API, 60")."""
+    """The names a lead opens with: the most mentioned files, then code names, then other
+    words; numbers, flags and URLs only when nothing else is named ("about app/db.py,
+    QueuePool", not "about API, 60")."""
     ranked = [n for n, _ in Counter(names).most_common()]
     files = [n for n in ranked if is_file_path(n)]
     code = [n for n in ranked if is_symbol(n) and n not in files]
-    rest = [n for n in ranked if n not in files and n not in code]
-    words = [n for n in rest if n[:1].isalpha() and "://" not in n]
-    top = (files + code)[:count]
-    return sorted(top, key=lambda n: n not in files) + words[: count - len(top)] or ranked[:count]
+    taken = {*files, *code}
+    words = [n for n in ranked if n[:1].isalpha() and "://" not in n and n not in taken]
+    return (files + code + words)[:count] or ranked[:count]
 
 
 def _sentences(text: str) -> list[str]:
