@@ -308,10 +308,8 @@ class ContextWindow:
 
     def _make_title(self, root: int) -> str:
         centroid = self.index[root]
-        top = (centroid.files + centroid.symbols).most_common(3)
-        names = [n for n, _ in top if n in centroid.files] + [
-            n for n, _ in top if n not in centroid.files
-        ]
+        named = [n for n, _ in (centroid.files + centroid.symbols).most_common(3)]
+        names = sorted(named, key=lambda n: n not in centroid.files)  # stable: by count within
         if len(names) < 3:
             idf = self.embedder.idf
             top = heapq.nlargest(
