@@ -73,11 +73,25 @@ def ready(client: StdioClient) -> None:
         client.request(P + "notAMethod", {}, timeout=60)
 
 
-def server_log(client: StdioClient, prefix: str) -> dict[str, tuple[float, float]]:
-    """Per turn the server logged (window/logMessage, DEBUG): seconds from the handler receiving
-    it to the request's first byte written, and the wall-clock time of that byte."""
+def warmed_up(client: StdioClient, timeout: float = 60.0) -> None:
+    """Wait until the server has imported litellm in the background (its warm-up): turns in the
+    seconds before share the interpreter with that import (`first_turns` shows them)."""
+    end = time.perf_counter() + timeout
+    while not any(
+        method == "window/logMessage" and "litellm ready" in params["message"]
+        for method, params in list(client.notifications)
+    ):
+        if time.perf_counter() > end:
+            raise TimeoutError("the server did not finish its litellm warm-up")
+        time.sleep(0.05)
+
+
+def server_log(client: StdioClient, prefix: str, first: int) -> dict[str, tuple[float, float]]:
+    """Per turn the server logged (window/logMessage, DEBUG) from notification `first` on:
+    seconds from the handler receiving it to the request's first byte written, and the
+    wall-clock time of that byte."""
     out = {}
-    for method, params in client.notifications:
+    for method, params in client.notifications[first:]:
         if method == "window/logMessage":
             found = TURN_LOG.search(params["message"])
             if found and found.group(1).startswith(prefix):
@@ -108,7 +122,7 @@ def critical_path(
     """Chat turns one after another (`pause` seconds between a reply and the next question);
     prints the three views of each turn's critical path."""
     print(label)
-    client.notifications.clear()
+    first = len(client.notifications)  # this run's turn ids repeat earlier runs': read its own
     sent_at, at_stub = {}, {}
     for i in range(runs):
         time.sleep(pause)
@@ -117,7 +131,7 @@ def critical_path(
         sent_at[turn] = time.time()
         client.request(P + "chat", {"threadId": "crit", "turnId": turn, "message": message(i)})
         at_stub[turn] = next(r for r in stub.requests[before:] if r.kind == "chat").started
-    logged = server_log(client, "c")
+    logged = server_log(client, "c", first)
     inside = [logged[t][0] for t in sent_at]
     to_byte = [logged[t][1] - sent_at[t] for t in sent_at]
     to_stub = [at_stub[t] - sent_at[t] for t in sent_at]
@@ -192,6 +206,10 @@ def main() -> int:
                 },
             )
             client.request(P + "chat", {"threadId": "w", "turnId": "w", "message": "warm up"})
+            critical_path(
+                client, stub, 100, label="chat critical path, while litellm is imported at start:"
+            )
+            warmed_up(client)
             critical_path(
                 client, stub, 300, label="chat critical path, short history, back to back:"
             )
