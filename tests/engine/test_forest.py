@@ -133,3 +133,37 @@ def test_snapshot_round_trip() -> None:
         assert copy.members(r) == forest.members(r)
         assert copy.version(r) == forest.version(r)
         assert copy.root(r).dropped == forest.root(r).dropped
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(ops, min_size=1, max_size=4))
+def test_update_roots_follows_a_copy_changed_elsewhere(
+    batches: list[list[tuple[object, ...]]],
+) -> None:
+    """Another process changes its forest in batches; after each, this copy takes the changed
+    roots' new members only (`update_roots`) and must equal a fresh load of that forest."""
+    writer, reader = Forest(), Forest()
+    items: list[int] = []
+    for batch in batches:
+        before = {r: (info.version, len(info.members)) for r, info in writer._roots.items()}
+        for op in batch:
+            if op[0] == "union" and items:
+                a, b = items[int(op[1]) % len(items)], items[int(op[2]) % len(items)]
+                writer.union(a, b)
+            elif op[0] == "attach" and items:
+                target = writer.find(items[int(op[1]) % len(items)])
+                items.append(len(items))
+                writer.attach(items[-1], target)
+            else:
+                items.append(len(items))
+                writer.add(items[-1])
+        roots = {r: (i.order, i.version, i.dropped) for r, i in writer._roots.items()}
+        grown = {}
+        for r, info in writer._roots.items():
+            if before.get(r, (None,))[0] != info.version:
+                keep = reader.size(r) if reader.is_root(r) else 0
+                grown[r] = (keep, info.members[keep:])
+        reader.update_roots(roots, grown, writer._next_order)
+        fresh = Forest.from_snapshot(writer.snapshot())
+        assert reader.snapshot() == fresh.snapshot()
+        assert all(reader.find(i) == fresh.find(i) for i in items)

@@ -69,6 +69,34 @@ class Forest:
         r.version += 1
         return root
 
+    def update_roots(
+        self,
+        roots: dict[int, tuple[int, int, bool]],
+        grown: dict[int, tuple[int, list[int]]],
+        next_order: int,
+    ) -> None:
+        """Bring the forest up to a stored copy's state in place (another process changed it).
+
+        `roots`: every root's (order, version, dropped); roots not in it are gone (merged away).
+        `grown`: per changed root, how many of its current members it keeps and the members
+        that follow them. Member lists only grow at their end, so that is usually all of them
+        but the new ones; the members of a merged-away root are among those of its survivor.
+        """
+        for root in [r for r in self._roots if r not in roots]:
+            del self._roots[root]
+        for root, (order, version, dropped) in roots.items():
+            info = self._roots.get(root)
+            if info is None:
+                info = self._roots[root] = Root(order=order)
+            info.order, info.version, info.dropped = order, version, dropped
+            if root in grown:
+                keep, tail = grown[root]
+                del info.members[keep:]
+                info.members.extend(tail)
+                for member in tail:
+                    self._parent[member] = root
+        self._next_order = next_order
+
     # -- queries ---------------------------------------------------------------------------
     def __contains__(self, item: int) -> bool:
         return item in self._parent

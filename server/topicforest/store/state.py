@@ -123,8 +123,10 @@ class Mirror:
         recall = window.recall
         if isinstance(recall, StoredRecall):
             planted = []
-            for root in changed_roots:
-                for pos, member in enumerate(window.forest.members(root)):
+            for root, kept in changed_roots.items():
+                members = forest.root(root).members
+                for pos in range(kept, len(members)):
+                    member = members[pos]
                     if member not in placement:
                         planted.append(member)
                     placement[member] = (root, pos)
@@ -175,7 +177,9 @@ class Mirror:
 
     def _load_forest(
         self, conn: sqlite3.Connection, window: ContextWindow, meta: dict[str, Any], since: int
-    ) -> list[int]:
+    ) -> dict[int, int]:
+        """Roots and members; returns the changed roots, each with how many of its first members
+        were already in place (their positions did not move)."""
         rows = conn.execute(
             "SELECT id, ord, version, size, dropped, pinned, expanded, rev FROM roots"
         ).fetchall()
@@ -184,40 +188,48 @@ class Mirror:
         ids = {row[0] for row in rows}
         changed = [row[0] for row in rows if row[7] > since or not forest.is_root(row[0])]
         if not changed and ids == set(self.roots) and self.next_order == forest._next_order:
-            return []
-        members: dict[int, list[int]] = {root: [] for root in changed}
+            return {}
         if since < 0:
+            members: dict[int, list[int]] = {root: [] for root in changed}
             for root, ids in conn.execute(
                 "SELECT root_id, json_group_array(id) FROM (SELECT id, root_id FROM messages"
                 " WHERE root_id IS NOT NULL ORDER BY root_id, pos) GROUP BY root_id"
             ):
                 members[root] = json.loads(ids)
-        else:
-            for root in changed:
-                members[root] = [
-                    r[0]
-                    for r in conn.execute(
-                        "SELECT id FROM messages WHERE root_id = ? ORDER BY pos", (root,)
-                    )
-                ]
-        snapshot = {
-            "roots": [
-                {
-                    "id": root,
-                    "order": order,
-                    "version": version,
-                    "dropped": bool(dropped),
-                    "members": members[root] if root in members else forest.members(root),
-                }
-                for root, order, version, _size, dropped, _p, _e, _rev in rows
-            ],
-            "next_order": self.next_order,
-        }
-        window.forest = Forest.from_snapshot(snapshot)
+            snapshot = {
+                "roots": [
+                    {"id": root, "order": order, "version": version, "dropped": bool(dropped),
+                     "members": members[root]}
+                    for root, order, version, _size, dropped, _p, _e, _rev in rows
+                ],
+                "next_order": self.next_order,
+            }  # fmt: skip
+            window.forest = Forest.from_snapshot(snapshot)
+            kept = dict.fromkeys(changed, 0)
+        else:  # member lists only grow at their end: read what follows the members known here
+            grown = {root: self._grown(conn, forest, root) for root in changed}
+            roots = {row[0]: (row[1], row[2], bool(row[4])) for row in rows}
+            forest.update_roots(roots, grown, self.next_order)
+            kept = {root: keep for root, (keep, _) in grown.items()}
         window.pinned = {row[0] for row in rows if row[5]}
         window.expanded = {row[0] for row in rows if row[6]}
         self.roots = {row[0]: self.root_fp(window, row[0]) for row in rows}
-        return changed
+        return kept
+
+    @staticmethod
+    def _grown(conn: sqlite3.Connection, forest: Forest, root: int) -> tuple[int, list[int]]:
+        """How many of `root`'s members here the stored list starts with, and the rest of it."""
+        keep = forest.size(root) if forest.is_root(root) else 0
+        if keep:
+            last = conn.execute(
+                "SELECT id FROM messages WHERE root_id = ? AND pos = ?", (root, keep - 1)
+            ).fetchone()
+            if last is None or last[0] != forest.root(root).members[keep - 1]:
+                keep = 0  # not the same list: read it whole
+        tail = conn.execute(
+            "SELECT id FROM messages WHERE root_id = ? AND pos >= ? ORDER BY pos", (root, keep)
+        )
+        return keep, [row[0] for row in tail]
 
     def _load_centroids(
         self, conn: sqlite3.Connection, window: ContextWindow, since: int, *, norms: bool
