@@ -63,7 +63,7 @@ export class ChatController implements vscode.Disposable {
   async handle(message: FromWebview): Promise<void> {
     switch (message.type) {
       case 'ready':
-        return this.loadHistory();
+        return this.loadHistory(true);
       case 'send':
         return this.send(message.text);
       case 'stop':
@@ -94,11 +94,12 @@ export class ChatController implements vscode.Disposable {
 
   /** Show the thread as stored. A history replaces the whole view, so one that would land
    *  while a turn streams (or one asked for before the turn began, and answered after it) would
-   *  wipe the turn: it is loaded again once the turn has ended instead. */
-  async loadHistory(): Promise<void> {
+   *  wipe the turn: it is loaded again once the turn has ended instead. A `freshPage` (the view
+   *  was just opened, mid-turn) shows nothing to wipe: it gets the history now and after. */
+  async loadHistory(freshPage = false): Promise<void> {
     if (this.turn) {
       this.historyAfterTurn = true;
-      return;
+      if (!freshPage) return;
     }
     const threadId = this.threadId;
     const turnsStarted = this.turnsStarted;

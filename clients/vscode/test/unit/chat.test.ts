@@ -153,6 +153,22 @@ describe('chat controller', () => {
     expect(conn.sent.filter((s) => s.method === 'topicForest/threadHistory')).toHaveLength(2);
   });
 
+  it('a view opened during a turn shows the thread at once, and again when the turn ends', async () => {
+    let endTurn: (() => void) | undefined;
+    const { chat, posted, conn } = setup((method, params) => {
+      if (method === 'topicForest/threadHistory') return { threadId: 'x', messages: [] };
+      return new Promise((resolve) => { endTurn = () => resolve(reply(params as ChatParams, 'a')); });
+    });
+    const turn = chat.send('question');
+    await chat.handle({ type: 'ready' }); // the page was re-created: it shows nothing yet
+    expect(posted.map((m) => m.type)).toEqual(['turnStart', 'history']);
+    endTurn!();
+    await turn;
+    await new Promise((r) => setTimeout(r, 0));
+    expect(posted.map((m) => m.type)).toEqual(['turnStart', 'history', 'turnEnd', 'history']);
+    expect(conn.sent.filter((s) => s.method === 'topicForest/threadHistory')).toHaveLength(2);
+  });
+
   it('copies code and opens only web links', async () => {
     const { chat } = setup(() => ({}));
     await chat.handle({ type: 'copy', text: 'print(1)' });
