@@ -121,19 +121,18 @@ class Mirror:
         forest = window.forest
         placement = self.placement
         recall = window.recall
+        incremental = isinstance(recall, StoredRecall)  # else a full load
+        planted = []  # graduated in another process: the recall index takes them in
+        for root, kept in changed_roots.items():
+            members = forest.root(root).members
+            for pos in range(kept, len(members)):
+                member = members[pos]
+                if incremental and member not in placement:
+                    planted.append(member)
+                placement[member] = (root, pos)
         if isinstance(recall, StoredRecall):
-            planted = []
-            for root, kept in changed_roots.items():
-                members = forest.root(root).members
-                for pos in range(kept, len(members)):
-                    member = members[pos]
-                    if member not in placement:
-                        planted.append(member)
-                    placement[member] = (root, pos)
             recall.planted_elsewhere(planted)
-        else:  # a full load: the recall index is built when a render first needs it
-            for root in changed_roots:
-                placement.update((m, (root, pos)) for pos, m in enumerate(forest.members(root)))
+        else:  # the recall index is built when a render first needs it
             window.recall = StoredRecall(self._recall_loader(conn, window))
         self.rev = rev
         return True
