@@ -31,6 +31,7 @@ def replay(
         )
         ids[message["index"]] = stored.id
         window.graduate()
+        window.refine()  # as upkeep does: one bounded slice of re-clustering
         asyncio.run(resolve_round(window, summarizer))  # as the background loop does
     return window, ids
 

@@ -69,6 +69,27 @@ class CentroidIndex:
         centroid.first_time = min(centroid.first_time, timestamp)
         centroid.last_time = max(centroid.last_time, timestamp)
 
+    def remove(
+        self,
+        root: int,
+        terms: Counter[str],
+        files: Iterable[str],
+        symbols: Iterable[str],
+        tokens: int,
+    ) -> None:
+        """Take one exchange's features out of `root`'s centroid (re-clustering moved it)."""
+        self._sync_epoch()
+        centroid = self.centroids[root]
+        centroid.terms.subtract(terms)
+        centroid.terms = +centroid.terms  # drop terms at zero
+        centroid.files.subtract(files)
+        centroid.files = +centroid.files
+        centroid.symbols.subtract(symbols)
+        centroid.symbols = +centroid.symbols
+        centroid.tokens = max(0, centroid.tokens - tokens)
+        centroid.norm_sq = norm_sq(centroid.terms, self.embedder.idf)
+        self._dots = {k: v for k, v in self._dots.items() if root not in k}
+
     def merge(self, survivor: int, absorbed: int) -> None:
         """Fold `absorbed` into `survivor` (after the forest's union)."""
         self._sync_epoch()

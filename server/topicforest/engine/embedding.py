@@ -123,7 +123,7 @@ def _dotted(text: str, start: int, path: str) -> str:
     return path
 
 
-def dot(a: Mapping[str, int], b: Mapping[str, int], idf: Mapping[str, float]) -> float:
+def dot(a: Mapping[str, float], b: Mapping[str, float], idf: Mapping[str, float]) -> float:
     """IDF-weighted dot product of two raw-count vectors (iterates the smaller one)."""
     if len(a) > len(b):
         a, b = b, a
@@ -136,7 +136,7 @@ def dot(a: Mapping[str, int], b: Mapping[str, int], idf: Mapping[str, float]) ->
     return total
 
 
-def norm_sq(vec: Mapping[str, int], idf: Mapping[str, float]) -> float:
+def norm_sq(vec: Mapping[str, float], idf: Mapping[str, float]) -> float:
     total = 0.0
     for term, count in vec.items():
         w = idf.get(term, 0.0)
@@ -147,7 +147,10 @@ def norm_sq(vec: Mapping[str, int], idf: Mapping[str, float]) -> float:
 class Embedder:
     """Incremental vocabulary with document frequencies and a bounded size."""
 
-    REFRESH_EVERY = 256  # documents between IDF "epochs" (cached norms are refreshed per epoch)
+    # Documents between IDF "epochs" (cached norms are refreshed per epoch): at least this many,
+    # and a tenth of the corpus, so a young corpus gets fresh weights often (a term first seen
+    # in message 3 would otherwise keep the IDF of a 3-document corpus until message 256).
+    REFRESH_EVERY = 16
 
     def __init__(self, max_vocabulary: int = 50_000) -> None:
         self.max_vocabulary = max_vocabulary

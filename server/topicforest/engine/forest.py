@@ -49,7 +49,8 @@ class Forest:
 
     def union(self, a: int, b: int) -> int:
         """Merge the topics of `a` and `b`; the larger root survives and keeps the earlier order."""
-        ra, rb = self.find(a), self.find(b)
+        ra = a if a in self._roots else self.find(a)  # a root's own message may have moved
+        rb = b if b in self._roots else self.find(b)
         if ra == rb:
             return ra
         big, small = (ra, rb) if self.size(ra) >= self.size(rb) else (rb, ra)
@@ -68,6 +69,47 @@ class Forest:
         r.members.append(item)
         r.version += 1
         return root
+
+    def move(self, item: int, to_root: int) -> None:
+        """Move a member into another topic (re-clustering). A topic's own id stays with it:
+        the member whose id names a topic never moves. An emptied topic is removed."""
+        source = self.find(item)
+        if item == source or to_root == source:
+            raise ValueError(f"message {item} cannot move from topic {source} to {to_root}")
+        info = self._roots[source]
+        info.members.remove(item)
+        self._flatten(source)
+        target = self._roots[to_root]
+        target.members.append(item)
+        self._parent[item] = to_root
+        info.version += 1
+        target.version += 1
+        if not info.members:
+            del self._roots[source]
+
+    def split(self, root: int, items: list[int]) -> int:
+        """Move `items` (members of `root`, not `root` itself) into a new topic named after the
+        oldest of them; it takes the next place in the stable order and `root`'s dropped flag."""
+        taken = set(items)
+        info = self._roots[root]
+        if root in taken or not taken <= set(info.members):
+            raise ValueError(f"cannot split {sorted(taken)} off topic {root}")
+        self._flatten(root)
+        new_root = min(taken)
+        kept = [m for m in info.members if m not in taken]
+        moved = [m for m in info.members if m in taken]
+        info.members[:] = kept
+        info.version += 1
+        self._roots[new_root] = Root(order=self._next_order, members=moved, dropped=info.dropped)
+        self._next_order += 1
+        for member in moved:
+            self._parent[member] = new_root
+        return new_root
+
+    def _flatten(self, root: int) -> None:
+        """Point every member straight at its root, so moving one never reroutes the others."""
+        for member in self._roots[root].members:
+            self._parent[member] = root
 
     def update_roots(
         self,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 from topicforest.engine.embedding import extract, norm_sq
 from topicforest.engine.messages import Message
+from topicforest.engine.passages import excerpt, stem
 from topicforest.engine.summarize.base import quote
 from topicforest.engine.summarize.extractive import Digest
 from topicforest.engine.tokens import TokenCounter
@@ -29,6 +30,8 @@ MIN_RAW_SHARE = 48
 MIN_SUMMARY_ROOM = 24  # below this a cut summary says nothing useful
 FILE_BOOST = 0.35
 RECALL_SHARE = 0.5  # of the topic space, for originals that match the query
+EXCERPT_SHARE = 0.3  # of the recall room: a longer message comes back as its matching passages
+MIN_EXCERPT = 24
 RENDER_SENTENCE_SHARE = 0.25  # of a cut summary's room for whole sentences; the rest names things
 RECENCY_WEIGHT = 0.05
 RELEVANCE_WEIGHT = 8.0  # how much a relevant topic's share of the render grows
@@ -329,7 +332,9 @@ class Recalled:
 
 
 def _recall(window: ContextWindow, qvec: Counter[str], room: int) -> dict[int, list[Recalled]]:
-    """The originals most relevant to the query, by topic, within `room` tokens."""
+    """The originals most relevant to the query, by topic, within `room` tokens.
+
+    A message longer than its share comes back as an excerpt: the passages that match."""
     if not qvec or room <= 0:
         return {}
     forest = window.forest
@@ -340,15 +345,27 @@ def _recall(window: ContextWindow, qvec: Counter[str], room: int) -> dict[int, l
     ]
     hits = [(m, r) for m, r in hits if not forest.root(r).dropped and r not in window.expanded]
     messages = window.log.get_many(m for m, _ in hits)  # one fetch: the log may be on disk
+    idf = window.embedder.idf
+    query_stems: dict[str, float] = {}
+    for term in qvec:
+        key = stem(term)
+        query_stems[key] = max(query_stems.get(key, 0.0), idf.get(term, 0.0))
+    cap = max(MIN_EXCERPT, int(room * EXCERPT_SHARE))
     chosen: dict[int, list[Recalled]] = {}
     used = 0
     for (message_id, root), message in zip(hits, messages, strict=True):
-        if used + message.tokens > room:  # its quoted line costs more still: skip the quoting
-            continue
+        if used + MIN_EXCERPT > room:
+            break
         line = quote_message(message)
         cost = window.count(line) + 1
-        if used + cost > room:
-            continue
+        if cost > min(cap, room - used):
+            text = excerpt(message.content, query_stems, min(cap, room - used) - 8, window.count)
+            if not text:
+                continue
+            line = quote(f"{message.role} (excerpt): {text}")
+            cost = window.count(line) + 1
+            if used + cost > room:
+                continue
         chosen.setdefault(root, []).append(Recalled(message_id, line, cost))
         used += cost
     return chosen

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from topicforest.engine.centroids import CentroidIndex
 from topicforest.engine.config import WindowConfig
-from topicforest.engine.embedding import Embedder, norm_sq
+from topicforest.engine.embedding import Embedder, Features, norm_sq
 from topicforest.engine.errors import InvalidMessage, UnknownTopic
 from topicforest.engine.forest import Forest
 from topicforest.engine.messages import (
@@ -27,13 +27,15 @@ from topicforest.engine.messages import (
     validate_role,
 )
 from topicforest.engine.recall import RecallIndex
+from topicforest.engine.recluster import Refiner, Unit
 from topicforest.engine.render import RenderedContext, sanitize_line
 from topicforest.engine.render import render as render_context
 from topicforest.engine.summarize.base import SummaryRequest, SummaryResult
 from topicforest.engine.summarize.extractive import Digest
 from topicforest.engine.tokens import TokenCounter, estimate_tokens
 
-LOW_INFORMATION_TERMS = 8  # fewer distinct terms than this: a message follows its exchange
+LOW_INFORMATION_TERMS = 8  # fewer distinct terms than this: an exchange follows the one before
+CHATTER_TOKENS = 80  # an exchange this short ("thanks, that worked" + reply) does too
 CONTINUITY_BONUS = 0.05
 SUMMARY_OVERSIZE = 3  # summaries keep more than a render share; render cuts them to fit
 MAX_JOB_TOKENS = 6000
@@ -119,6 +121,7 @@ class ContextWindow:
         self.summary_digests: dict[tuple[int, ...], Digest] = {}  # render cuts summaries to fit
         self._last_planted: dict[str, int] = {}  # per thread, the newest graduated message
         self.wants_fallback = False  # set by render when topics cannot fit; see resolver
+        self.refiner = Refiner()  # background re-clustering of recent exchanges
 
     # -- messages --------------------------------------------------------------------------
     def append(
@@ -209,8 +212,9 @@ class ContextWindow:
         follows = (
             self.forest.find(previous) if previous is not None and previous in self.forest else None
         )
+        chatter = is_chatter(combined, sum(m.tokens for m in exchange))
         if follows is not None and not self.forest.root(follows).dropped:
-            if len(combined) < LOW_INFORMATION_TERMS:
+            if chatter:
                 # Chatter ("thanks, that worked") has no topic of its own: it stays with the
                 # exchange it answers instead of starting a singleton that crowds out real topics.
                 best, similarity = follows, 1.0
@@ -232,6 +236,18 @@ class ContextWindow:
             self._prunes_seen = self.embedder.prunes
             self.recall.prune(self.embedder.df)
         self._last_planted[thread_id] = exchange[-1].id
+        self.refiner.add(
+            Unit(
+                ids=tuple(m.id for m in exchange),
+                thread_id=thread_id,
+                message_terms=tuple(f.terms for f in features),
+                files=tuple(f for feature in features for f in feature.files),
+                symbols=tuple(s for feature in features for s in feature.symbols),
+                tokens=tuple(m.tokens for m in exchange),
+                timestamps=tuple(m.timestamp for m in exchange),
+                chatter=chatter,
+            )
+        )
         self._enforce_max_topics()
 
     def _enforce_max_topics(self) -> None:
@@ -264,6 +280,59 @@ class ContextWindow:
             mine.input_tokens += spent.input_tokens
             mine.output_tokens += spent.output_tokens
         return survivor
+
+    # -- re-clustering (upkeep) ----------------------------------------------------------------
+    @property
+    def refine_pending(self) -> bool:
+        return self.refiner.pending
+
+    def refine(self, budget_seconds: float = 0.05) -> set[int]:
+        """One bounded slice of re-clustering (see `recluster`); returns the changed topics."""
+        return self.refiner.step(self, budget_seconds)
+
+    def move_unit(self, unit: Unit, source: int, target: int) -> bool:
+        """Move one exchange between live topics; never the exchange that names its topic."""
+        if source in unit.ids or not self.forest.is_root(target):
+            return False
+        for message_id in unit.ids:
+            self.forest.move(message_id, target)
+        self.index.remove(source, unit.terms, unit.files, unit.symbols, sum(unit.tokens))
+        self._add_unit_features(target, unit)
+        self._uncover(source, unit.ids)
+        return True
+
+    def merge_topics(self, a: int, b: int) -> int:
+        """Merge two topics; the larger survives (its id stays)."""
+        return self._union(a, b)
+
+    def split_topic(self, root: int, units: list[Unit]) -> int:
+        """Split `units` off `root` into a new topic, which keeps `root`'s pinned and expanded
+        state; returns its id. The part holding `root`'s own message stays `root`."""
+        ids = [m for unit in units for m in unit.ids]
+        if root in ids:
+            ids_kept = set(ids)
+            rest = [m for m in self.forest.members(root) if m not in ids_kept]
+            raise ValueError(f"split would take topic {root}'s own message ({len(rest)} left)")
+        new_root = self.forest.split(root, ids)
+        for unit in units:
+            self.index.remove(root, unit.terms, unit.files, unit.symbols, sum(unit.tokens))
+            self._add_unit_features(new_root, unit)
+        for flags in (self.pinned, self.expanded):
+            if root in flags:
+                flags.add(new_root)
+        self._uncover(root, tuple(ids))
+        return new_root
+
+    def _add_unit_features(self, root: int, unit: Unit) -> None:
+        features = Features(Counter(unit.terms), list(unit.files), list(unit.symbols))
+        self.index.add(root, features, sum(unit.tokens), max(unit.timestamps))
+        self.index[root].first_time = min(self.index[root].first_time, min(unit.timestamps))
+
+    def _uncover(self, root: int, message_ids: tuple[int, ...]) -> None:
+        """The topic's summary no longer speaks for messages that left it."""
+        summary = self.summaries.get(root)
+        if summary is not None:
+            summary.covered.difference_update(message_ids)
 
     # -- topics ----------------------------------------------------------------------------
     def topic_ids(self, *, include_dropped: bool = True) -> list[int]:
@@ -472,6 +541,12 @@ class ContextWindow:
         vnorm = norm_sq(vector, self.embedder.idf)
         scored = [(r, self.index.similarity(r, vector, vnorm)) for r in self.forest.roots()]
         return sorted((s for s in scored if s[1] > 0), key=lambda s: -s[1])[:limit]
+
+
+def is_chatter(terms: Counter[str], tokens: int) -> bool:
+    """An exchange that says too little to have a topic of its own: it stays with the one it
+    answers instead of starting a topic that crowds out real ones."""
+    return len(terms) < LOW_INFORMATION_TERMS or tokens < CHATTER_TOKENS
 
 
 def _exchanges(messages: list[Message]) -> list[list[Message]]:

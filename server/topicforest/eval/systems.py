@@ -122,11 +122,20 @@ async def maintain(window: ContextWindow, summarizer: Summarizer, *, idle: bool 
     """WorkspaceMemory.maintain without the notifications: graduate, then summarize the topics
     that are due (`idle`: as after the memory's idle time)."""
     window.graduate()
+    window.refine()  # one bounded slice of re-clustering per wake-up, as upkeep does
     for _ in range(MAX_ROUNDS):
         report = await resolve_round(window, summarizer, idle=idle)
         attempted = report.applied + report.stale + report.failed
         if attempted == 0 or (report.applied == 0 and report.failed):
             return
+
+
+def settle(window: ContextWindow, max_slices: int = 200) -> None:
+    """Re-cluster until nothing is left to do, as upkeep does while the user is away."""
+    for _ in range(max_slices):
+        if not window.refine_pending:
+            return
+        window.refine()
 
 
 async def run_topic_forest(
@@ -179,6 +188,7 @@ async def run_topic_forest(
     ]
     # Cluster quality is judged on every message: an idle thread flushes its hot zone anyway.
     window.flush_thread(THREAD)
+    settle(window)
     clusters = [window.forest.find(i) for i in ids]
     return ForestRun(
         context_no_query=final.text(),

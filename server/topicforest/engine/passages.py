@@ -1,0 +1,154 @@
+"""Passage-level recall: the lines or sentences of a long message that answer a query.
+
+A 600-token paste cannot come back whole inside a 2,048-token budget, but the two lines of it the
+question is about can. A message is cut into passages (prose sentences; code, log and config
+lines one by one, each remembering the file its fenced block names) and an excerpt keeps the
+passages that share the query's words (IDF-weighted, on light stems so `entities` meets
+`entity`), then the ones that state values, in their original order with `…` between gaps.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from topicforest.engine.embedding import extract, is_file_path
+from topicforest.engine.tokens import TokenCounter
+
+GAP = " … "
+VALUE_BONUS = 0.35  # of the best query match: a line stating a value beats a bare mention
+FILE_CONTEXT_BONUS = 0.25
+NEIGHBOUR_SHARE = 0.5  # a code line next to a matching one
+_SENTENCE_END = re.compile(r"(?<=[.!?:;])\s+(?=[A-Z`\"'(\[])")
+_VALUE = re.compile(r"[=:]\s*\S|\b\d[\d_.,]*\b|--?[a-z][\w-]+")
+_PATH_WORD = re.compile(r"[\w./-]+")
+_SUFFIXES = "ations ation ating ated ates ings ing ies ied ers er ed es s".split()
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    text: str
+    code: bool  # a line of a fenced block (else a prose sentence)
+    file: str | None  # the file the passage's block or sentence names, if any
+
+
+def stem(word: str) -> str:
+    """A light suffix strip: enough for `iterating`/`iteration`, `entities`/`entity`."""
+    for suffix in _SUFFIXES:
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            word = word[: -len(suffix)] + ("y" if suffix in ("ies", "ied") else "")
+            break
+    return word[:-1] if len(word) > 4 and word.endswith("e") else word
+
+
+def stems(text: str) -> set[str]:
+    return {stem(t) for t in extract(text).terms}
+
+
+def split_passages(text: str) -> list[Passage]:
+    """Sentences of prose and single lines of fenced blocks, in order."""
+    out: list[Passage] = []
+    block: list[Passage] = []
+    in_fence = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            if in_fence:
+                out += _name_block(block)
+                block = []
+            in_fence = not in_fence
+            continue
+        if not stripped:
+            continue
+        if in_fence:
+            block.append(Passage(stripped, True, None))
+            continue
+        for sentence in _SENTENCE_END.split(stripped):
+            if sentence.strip():
+                out.append(Passage(sentence.strip(), False, _named_file(sentence)))
+    return out + _name_block(block)
+
+
+def _name_block(block: list[Passage]) -> list[Passage]:
+    """A fenced block's lines, each with the file its header comment names (`// app/db.py`)."""
+    head = next((p.text for p in block[:2] if _named_file(p.text)), None)
+    name = _named_file(head) if head is not None else None
+    return [Passage(p.text, True, name) for p in block]
+
+
+def _named_file(text: str) -> str | None:
+    word: str
+    for word in _PATH_WORD.findall(text):
+        if ("/" in word or "." in word) and is_file_path(word.strip(".")):
+            return word.strip(".")
+    return None
+
+
+def excerpt(
+    text: str,
+    query_stems: Mapping[str, float],
+    max_tokens: int,
+    count: TokenCounter,
+) -> str:
+    """The passages of `text` that best answer the query, within `max_tokens`, in order.
+
+    `query_stems`: stem -> weight (the query term's IDF). Passages with no query word and no
+    value are left out; if none matches at all, the excerpt is empty."""
+    passages = split_passages(text)
+    scored: list[tuple[float, int]] = []
+    best = 0.0
+    for position, passage in enumerate(passages):
+        match = sum(query_stems.get(s, 0.0) for s in stems(passage.text))
+        best = max(best, match)
+        scored.append((match, position))
+    if best <= 0:
+        return ""
+    ranked = []
+    for match, position in scored:
+        passage = passages[position]
+        if not match and passage.code:  # the line under a matching one often holds its value
+            near = [
+                scored[p][0]
+                for p in (position - 1, position + 1)
+                if 0 <= p < len(scored) and passages[p].code
+            ]
+            match = NEIGHBOUR_SHARE * max(near, default=0.0)
+        value = VALUE_BONUS * best if _VALUE.search(passage.text) else 0.0
+        context = FILE_CONTEXT_BONUS * best if passage.file and match else 0.0
+        if match or value:
+            ranked.append((match + value + context, -position, position))
+    ranked.sort(reverse=True)
+    chosen: list[int] = []
+    used = 0
+    files: set[str] = set()
+    for _, _, position in ranked:
+        passage = passages[position]
+        cost = count(passage.text) + 1
+        if passage.code and passage.file and passage.file not in files:
+            cost += count(passage.file) + 2  # the file it comes from, said once
+        if used + cost > max_tokens:
+            continue
+        chosen.append(position)
+        used += cost
+        if passage.code and passage.file:
+            files.add(passage.file)
+    return _join(passages, sorted(chosen))
+
+
+def _join(passages: list[Passage], chosen: list[int]) -> str:
+    parts: list[str] = []
+    named: set[str] = set()
+    previous = -2
+    for position in chosen:
+        passage = passages[position]
+        text = passage.text
+        if passage.code and passage.file and passage.file not in named:
+            named.add(passage.file)
+            if passage.file not in text:
+                text = f"({passage.file}) {text}"
+        if parts:
+            parts.append(" " if position == previous + 1 else GAP)
+        parts.append(text)
+        previous = position
+    return "".join(parts)
