@@ -17,9 +17,11 @@ from topicforest.engine.embedding import extract, is_file_path
 from topicforest.engine.tokens import TokenCounter
 
 GAP = " … "
-VALUE_BONUS = 0.35  # of the best query match: a line stating a value beats a bare mention
+VALUE_BONUS = 0.8  # of the best query match: a line stating a value beats a bare mention
 FILE_CONTEXT_BONUS = 0.25
-NEIGHBOUR_SHARE = 0.5  # a code line next to a matching one
+NEIGHBOUR_SHARE = 0.4  # a line next to a matching one
+NEIGHBOURS = 2  # how far that reaches (the share halves with each step)
+DENSITY = 0.5  # how much a long passage's cost counts against it
 _SENTENCE_END = re.compile(r"(?<=[.!?:;])\s+(?=[A-Z`\"'(\[])")
 _VALUE = re.compile(r"[=:]\s*\S|\b\d[\d_.,]*\b|--?[a-z][\w-]+")
 _PATH_WORD = re.compile(r"[\w./-]+")
@@ -107,17 +109,21 @@ def excerpt(
     ranked = []
     for match, position in scored:
         passage = passages[position]
-        if not match and passage.code:  # the line under a matching one often holds its value
-            near = [
-                scored[p][0]
-                for p in (position - 1, position + 1)
-                if 0 <= p < len(scored) and passages[p].code
-            ]
-            match = NEIGHBOUR_SHARE * max(near, default=0.0)
+        if not match:  # the line or sentence next to a matching one often holds its value
+            match = NEIGHBOUR_SHARE * max(
+                (
+                    scored[p][0] / (1 + abs(p - position) - 1)
+                    for p in range(position - NEIGHBOURS, position + NEIGHBOURS + 1)
+                    if 0 <= p < len(scored) and p != position and passages[p].code == passage.code
+                ),
+                default=0.0,
+            )
         value = VALUE_BONUS * best if _VALUE.search(passage.text) else 0.0
         context = FILE_CONTEXT_BONUS * best if passage.file and match else 0.0
         if match or value:
-            ranked.append((match + value + context, -position, position))
+            # by worth per token: two short lines that each answer beat one long one
+            worth = (match + value + context) / count(passage.text) ** DENSITY
+            ranked.append((worth, -position, position))
     ranked.sort(reverse=True)
     chosen: list[int] = []
     used = 0

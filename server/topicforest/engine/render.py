@@ -29,8 +29,10 @@ MESSAGE_OVERHEAD = 4  # tokens a chat API spends per message on role and separat
 MIN_RAW_SHARE = 48
 MIN_SUMMARY_ROOM = 24  # below this a cut summary says nothing useful
 FILE_BOOST = 0.35
-RECALL_SHARE = 0.5  # of the topic space, for originals that match the query
-EXCERPT_SHARE = 0.3  # of the recall room: a longer message comes back as its matching passages
+RECALL_SHARE = 0.9  # of the topic space, for originals that match the query
+EXCHANGE_SHARE = 0.5  # of the recall room left, for the best exchange not yet shown
+MIN_RELATIVE_SCORE = 0.25  # an exchange scoring less than this share of the best is noise
+SHORT_QUESTION = 80  # tokens: a question this short is recalled whole with its answer
 MIN_EXCERPT = 24
 RENDER_SENTENCE_SHARE = 0.25  # of a cut summary's room for whole sentences; the rest names things
 RECENCY_WEIGHT = 0.05
@@ -332,43 +334,93 @@ class Recalled:
 
 
 def _recall(window: ContextWindow, qvec: Counter[str], room: int) -> dict[int, list[Recalled]]:
-    """The originals most relevant to the query, by topic, within `room` tokens.
+    """The exchanges most relevant to the query, by topic, within `room` tokens.
 
-    A message longer than its share comes back as an excerpt: the passages that match."""
+    A question and its answer are found together (the question names what was asked, the
+    answer holds the fact) and ranked by their summed scores. The best exchange gets the
+    largest share of the room; a message longer than its share comes back as an excerpt: the
+    passages that match, with their file."""
     if not qvec or room <= 0:
         return {}
-    forest = window.forest
-    hits = [
-        (message_id, forest.find(message_id))
-        for message_id, _ in window.recall.search(qvec, window.embedder.idf)
+    forest, log = window.forest, window.log
+    scores = {
+        message_id: score
+        for message_id, score in window.recall.search(qvec, window.embedder.idf)
         if message_id in forest
-    ]
-    hits = [(m, r) for m, r in hits if not forest.root(r).dropped and r not in window.expanded]
-    messages = window.log.get_many(m for m, _ in hits)  # one fetch: the log may be on disk
+        and not forest.root(forest.find(message_id)).dropped
+        and forest.find(message_id) not in window.expanded
+    }
+    if not scores:
+        return {}
+    # Each hit's exchange: a reply's question is the message before it, a question's reply the
+    # one after (same thread, both graduated); one fetch for hits and neighbours.
+    wanted = sorted({n for m in scores for n in (m - 1, m, m + 1) if n in forest})
+    messages = {m.id: m for m in log.get_many(wanted)}
+    exchanges: dict[int, list[Message]] = {}
+    totals: Counter[int] = Counter()
+    for message_id, score in scores.items():
+        message = messages[message_id]
+        first = message
+        before = messages.get(message_id - 1)
+        if message.role != "user" and before and before.thread_id == message.thread_id:
+            first = before if before.role == "user" else message
+        key = first.id
+        if key not in exchanges:
+            pair = [first]
+            after = messages.get(first.id + 1)
+            if first.role == "user" and after and after.thread_id == first.thread_id:
+                if after.role != "user":
+                    pair.append(after)
+            exchanges[key] = pair
+        totals[key] += score
     idf = window.embedder.idf
     query_stems: dict[str, float] = {}
     for term in qvec:
-        key = stem(term)
-        query_stems[key] = max(query_stems.get(key, 0.0), idf.get(term, 0.0))
-    cap = max(MIN_EXCERPT, int(room * EXCERPT_SHARE))
+        key_stem = stem(term)
+        query_stems[key_stem] = max(query_stems.get(key_stem, 0.0), idf.get(term, 0.0))
     chosen: dict[int, list[Recalled]] = {}
     used = 0
-    for (message_id, root), message in zip(hits, messages, strict=True):
-        if used + MIN_EXCERPT > room:
-            break
-        line = quote_message(message)
-        cost = window.count(line) + 1
-        if cost > min(cap, room - used):
-            text = excerpt(message.content, query_stems, min(cap, room - used) - 8, window.count)
-            if not text:
-                continue
-            line = quote(f"{message.role} (excerpt): {text}")
-            cost = window.count(line) + 1
-            if used + cost > room:
-                continue
-        chosen.setdefault(root, []).append(Recalled(message_id, line, cost))
-        used += cost
+    ranked = totals.most_common()
+    for rank, (key, total) in enumerate(ranked):
+        left = room - used
+        if left < MIN_EXCERPT or total < MIN_RELATIVE_SCORE * ranked[0][1]:
+            break  # the rest of the room goes to the topics' summaries
+        share = left if rank + 1 >= len(totals) else max(MIN_EXCERPT, int(left * EXCHANGE_SHARE))
+        pieces = _exchange_lines(window, exchanges[key], query_stems, share)
+        for message, line, cost in pieces:
+            chosen.setdefault(forest.find(message.id), []).append(Recalled(message.id, line, cost))
+            used += cost
     return chosen
+
+
+def _exchange_lines(
+    window: ContextWindow, exchange: list[Message], query_stems: dict[str, float], room: int
+) -> list[tuple[Message, str, int]]:
+    """One exchange's messages quoted within `room`: whole when they fit, else each as its
+    passages that answer the query (a short question stays whole: it says what was asked)."""
+    count = window.count
+    whole = [(m, quote_message(m)) for m in exchange]
+    costs = [count(line) + 1 for _, line in whole]
+    if sum(costs) <= room:
+        return [(m, line, c) for (m, line), c in zip(whole, costs, strict=True)]
+    out: list[tuple[Message, str, int]] = []
+    left = room
+    for position, (message, line) in enumerate(whole):
+        later = len(whole) - position - 1
+        if costs[position] <= min(left, SHORT_QUESTION) and message.role == "user" and later:
+            out.append((message, line, costs[position]))
+            left -= costs[position]
+            continue
+        own = left if not later else max(MIN_EXCERPT, left // (later + 1))
+        text = excerpt(message.content, query_stems, own - 8, count)
+        if not text:
+            continue
+        quoted = quote(f"{message.role} (excerpt): {text}")
+        cost = count(quoted) + 1
+        if cost <= left:
+            out.append((message, quoted, cost))
+            left -= cost
+    return out
 
 
 def _best_members(

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -122,7 +123,9 @@ async def maintain(window: ContextWindow, summarizer: Summarizer, *, idle: bool 
     """WorkspaceMemory.maintain without the notifications: graduate, then summarize the topics
     that are due (`idle`: as after the memory's idle time)."""
     window.graduate()
-    window.refine()  # one bounded slice of re-clustering per wake-up, as upkeep does
+    # Upkeep re-clusters in slices between turns; a round finishes well within the seconds a
+    # turn takes, so the replay runs each one to its end (also keeps the replay deterministic).
+    window.refine(budget_seconds=math.inf)
     for _ in range(MAX_ROUNDS):
         report = await resolve_round(window, summarizer, idle=idle)
         attempted = report.applied + report.stale + report.failed
@@ -135,7 +138,7 @@ def settle(window: ContextWindow, max_slices: int = 200) -> None:
     for _ in range(max_slices):
         if not window.refine_pending:
             return
-        window.refine()
+        window.refine(budget_seconds=math.inf)
 
 
 async def run_topic_forest(
