@@ -17,6 +17,7 @@ from topicforest.engine.embedding import extract, is_file_path
 from topicforest.engine.tokens import TokenCounter
 
 GAP = " … "
+OMITTED = " [… more lines in the original]"
 VALUE_BONUS = 0.8  # of the best query match: a line stating a value beats a bare mention
 FILE_CONTEXT_BONUS = 0.25
 NEIGHBOUR_SHARE = 0.4  # a line next to a matching one
@@ -140,6 +141,30 @@ def excerpt(
         if passage.code and passage.file:
             files.add(passage.file)
     return _join(passages, sorted(chosen))
+
+
+def condense(text: str, max_tokens: int, count: TokenCounter) -> str:
+    """`text` within `max_tokens`: its prose first, then the code and log lines that state or
+    name something, in their original order; what is left out is marked."""
+    passages = split_passages(text)
+    ranked = sorted(
+        range(len(passages)),
+        key=lambda i: (
+            not passages[i].code,
+            bool(_VALUE.search(passages[i].text)) or bool(passages[i].file),
+            -i,
+        ),
+        reverse=True,
+    )
+    chosen: list[int] = []
+    used = count(OMITTED) + 1
+    for position in ranked:
+        cost = count(passages[position].text) + 1
+        if used + cost <= max_tokens:
+            chosen.append(position)
+            used += cost
+    body = _join(passages, sorted(chosen))
+    return body + OMITTED if len(chosen) < len(passages) else body
 
 
 def _join(passages: list[Passage], chosen: list[int]) -> str:

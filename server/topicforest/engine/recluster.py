@@ -47,9 +47,10 @@ if TYPE_CHECKING:
 WINDOW_UNITS = 400  # most recent exchanges that can still move (their terms stay in memory)
 STOP_RATIO = 1.2  # keep merging while groups are this much more alike than two random exchanges
 MIN_TOPIC_EXCHANGES = 2  # fewer than this: a fragment, not a topic
+STAY_BONUS = 0.05  # cosine an exchange's current topic is preferred by
 SWITCH_PENALTY = 0.3  # cosine a thread pays to change topic between consecutive exchanges
 KMEANS_ROUNDS = 6
-RECLUSTER_GROWTH = 0.1  # re-cluster after this share of the window arrived anew (at least 4)
+RECLUSTER_GROWTH = 0.25  # re-cluster after this share of the window arrived anew (at least 4)
 MIN_NEW_UNITS = 4
 YIELD_EVERY = 64  # pieces of work between checks of the time budget
 
@@ -95,6 +96,8 @@ class Refiner:
         self._similarities: dict[tuple[int, int], float] = {}
         self._similarity_epoch = -1
         self.rounds = 0  # re-clusterings completed (for tests and figures)
+        self.settled_before = 0  # exchanges that started before this id took part in a round
+        self._round_start = 0  # the same bound for the round in progress
 
     # -- bookkeeping -------------------------------------------------------------------------
     def add(self, unit: Unit) -> None:
@@ -102,6 +105,13 @@ class Refiner:
         while len(self.units) > WINDOW_UNITS:
             self.units.popitem(last=False)
         self._new_units += 1
+
+    def settled(self, message_id: int) -> bool:
+        """Whether the message's exchange has been through a re-clustering round (or is too
+        old to move): until then it may still change topic, so it is not summarized yet."""
+        return message_id < self.settled_before or (
+            bool(self.units) and message_id < next(iter(self.units))
+        )
 
     def clear(self) -> None:
         self.units.clear()
@@ -123,12 +133,14 @@ class Refiner:
             return set()
         if self._job is None:
             self._new_units = 0
+            self._round_start = next(reversed(self.units), 0) + 1
             self._job = self._cluster(window)
         deadline = self.clock() + budget_seconds
         for plan in self._job:
             if plan is not None:
                 self._job = None
                 self.rounds += 1
+                self.settled_before = self._round_start
                 return apply_plan(window, self.units, plan)
             if self.clock() > deadline:
                 return set()
@@ -202,7 +214,8 @@ class Refiner:
                     yield None
         groups = yield from _agglomerate(items, similarity, weight, window.config.max_topics)
         assignment = {item: g for g, members in groups.items() for item in members}
-        yield from _segmental_kmeans(units, vectors, frozen, weight, assignment, idf)
+        home = _provisional_home(assignment, topic_of, frozen)
+        yield from _segmental_kmeans(units, vectors, frozen, weight, assignment, idf, home)
         plan = Plan(
             groups={},
             frozen_group={-item - 1: assignment[item] for item in frozen},
@@ -309,6 +322,24 @@ def _current(
     return a in members and b in members and version[a] == va and version[b] == vb
 
 
+def _provisional_home(
+    assignment: Mapping[int, int], topic_of: Mapping[int, int], frozen: Mapping[int, Vector]
+) -> dict[int, int]:
+    """Per unit, the group that stands for its current topic (the group holding most of that
+    topic's exchanges), so staying there can be preferred."""
+    votes: dict[int, Counter[int]] = {}
+    for item, group in assignment.items():
+        topic = topic_of.get(item) if item >= 0 else -item - 1
+        if topic is not None:
+            votes.setdefault(topic, Counter())[group] += 1 if item >= 0 or item not in frozen else 3
+    topic_group = {topic: c.most_common(1)[0][0] for topic, c in votes.items()}
+    return {
+        item: topic_group[topic_of[item]]
+        for item in assignment
+        if item >= 0 and topic_of.get(item) in topic_group
+    }
+
+
 def _segmental_kmeans(
     units: list[Unit],
     vectors: Mapping[int, Vector],
@@ -316,9 +347,12 @@ def _segmental_kmeans(
     weight: Mapping[int, float],
     assignment: dict[int, int],
     idf: Mapping[str, float],
+    home: Mapping[int, int],
 ) -> Iterator[None]:
     """Reassign exchanges to the nearest group, per thread along a Viterbi path that pays
-    `SWITCH_PENALTY` for each change of group; frozen items stay where they are."""
+    `SWITCH_PENALTY` for each change of group, and `STAY_BONUS` more for the group standing
+    for an exchange's current topic (the tree should not jump for a marginal gain); frozen
+    items stay where they are."""
     by_thread: dict[str, list[int]] = {}
     for unit in units:
         if unit.ids[0] in vectors:
@@ -339,9 +373,10 @@ def _segmental_kmeans(
             for item in sequence:
                 vector = vectors[item]
                 length = math.sqrt(norm_sq(vector, idf)) or 1.0
+                stay = home.get(item)
                 scores.append(
                     [
-                        dot(vector, centers[g], idf) / (length * n)
+                        STAY_BONUS * (g == stay) + dot(vector, centers[g], idf) / (length * n)
                         for g, n in zip(groups, center_norms, strict=True)
                     ]
                 )

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 MESSAGE_OVERHEAD = 4  # tokens a chat API spends per message on role and separators
 MIN_RAW_SHARE = 48
 MIN_SUMMARY_ROOM = 24  # below this a cut summary says nothing useful
+MIN_FALLBACK_ROOM = 64
 FILE_BOOST = 0.35
 RECALL_SHARE = 0.9  # of the topic space, for originals that match the query
 EXCHANGE_SHARE = 0.5  # of the recall room left, for the best exchange not yet shown
@@ -129,7 +130,9 @@ def render(
         else:
             omitted.append(root)
 
-    fallback = bool(ranked) and not shown
+    # The flat fallback is for topics that do not fit, not for a hot zone that leaves no room
+    # (its summary would not fit either, and it costs a summary of the whole forest).
+    fallback = bool(ranked) and not shown and space >= MIN_FALLBACK_ROOM
     if fallback:
         window.wants_fallback = True
         if window.fallback_summary and space > 8:
@@ -357,7 +360,7 @@ def _recall(window: ContextWindow, qvec: Counter[str], room: int) -> dict[int, l
     wanted = sorted({n for m in scores for n in (m - 1, m, m + 1) if n in forest})
     messages = {m.id: m for m in log.get_many(wanted)}
     exchanges: dict[int, list[Message]] = {}
-    totals: Counter[int] = Counter()
+    totals: dict[int, float] = {}
     for message_id, score in scores.items():
         message = messages[message_id]
         first = message
@@ -368,11 +371,15 @@ def _recall(window: ContextWindow, qvec: Counter[str], room: int) -> dict[int, l
         if key not in exchanges:
             pair = [first]
             after = messages.get(first.id + 1)
-            if first.role == "user" and after and after.thread_id == first.thread_id:
-                if after.role != "user":
-                    pair.append(after)
+            if (
+                first.role == "user"
+                and after
+                and after.thread_id == first.thread_id
+                and after.role != "user"
+            ):
+                pair.append(after)
             exchanges[key] = pair
-        totals[key] += score
+        totals[key] = totals.get(key, 0.0) + score
     idf = window.embedder.idf
     query_stems: dict[str, float] = {}
     for term in qvec:
@@ -380,7 +387,7 @@ def _recall(window: ContextWindow, qvec: Counter[str], room: int) -> dict[int, l
         query_stems[key_stem] = max(query_stems.get(key_stem, 0.0), idf.get(term, 0.0))
     chosen: dict[int, list[Recalled]] = {}
     used = 0
-    ranked = totals.most_common()
+    ranked = sorted(totals.items(), key=lambda kv: -kv[1])
     for rank, (key, total) in enumerate(ranked):
         left = room - used
         if left < MIN_EXCERPT or total < MIN_RELATIVE_SCORE * ranked[0][1]:

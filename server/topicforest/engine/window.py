@@ -8,6 +8,7 @@ budget into the forest, clustering by code-aware TF-IDF. Summaries are made else
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import time
 from collections import Counter, deque
@@ -26,6 +27,7 @@ from topicforest.engine.messages import (
     validate_content,
     validate_role,
 )
+from topicforest.engine.passages import condense
 from topicforest.engine.recall import RecallIndex
 from topicforest.engine.recluster import Refiner, Unit
 from topicforest.engine.render import RenderedContext, sanitize_line
@@ -39,6 +41,7 @@ CHATTER_TOKENS = 80  # an exchange this short ("thanks, that worked" + reply) do
 CONTINUITY_BONUS = 0.05
 SUMMARY_OVERSIZE = 3  # summaries keep more than a render share; render cuts them to fit
 MAX_JOB_TOKENS = 6000
+SUMMARY_MESSAGE_TOKENS = 400  # a message longer than this is condensed for the summarizer
 MIN_SUMMARY_TOKENS = 40  # source tokens per summarize call; bigger backlogs take several rounds
 
 
@@ -298,7 +301,7 @@ class ContextWindow:
             self.forest.move(message_id, target)
         self.index.remove(source, unit.terms, unit.files, unit.symbols, sum(unit.tokens))
         self._add_unit_features(target, unit)
-        self._uncover(source, unit.ids)
+        self._hand_over(source, target, unit.ids)
         return True
 
     def merge_topics(self, a: int, b: int) -> int:
@@ -320,7 +323,7 @@ class ContextWindow:
         for flags in (self.pinned, self.expanded):
             if root in flags:
                 flags.add(new_root)
-        self._uncover(root, tuple(ids))
+        self._hand_over(root, new_root, tuple(ids))
         return new_root
 
     def _add_unit_features(self, root: int, unit: Unit) -> None:
@@ -328,11 +331,18 @@ class ContextWindow:
         self.index.add(root, features, sum(unit.tokens), max(unit.timestamps))
         self.index[root].first_time = min(self.index[root].first_time, min(unit.timestamps))
 
-    def _uncover(self, root: int, message_ids: tuple[int, ...]) -> None:
-        """The topic's summary no longer speaks for messages that left it."""
-        summary = self.summaries.get(root)
-        if summary is not None:
-            summary.covered.difference_update(message_ids)
+    def _hand_over(self, source: int, target: int, message_ids: tuple[int, ...]) -> None:
+        """Messages that moved stay summarized if they were: a model is not paid again for them
+        (the target's summary may not name them yet; recall and digests still find them). Only
+        a target with no summary at all takes them as new material."""
+        summary = self.summaries.get(source)
+        if summary is None:
+            return
+        was_covered = summary.covered.intersection(message_ids)
+        summary.covered.difference_update(message_ids)
+        receiving = self.summaries.get(target)
+        if receiving is not None and was_covered:
+            receiving.covered |= was_covered
 
     # -- topics ----------------------------------------------------------------------------
     def topic_ids(self, *, include_dropped: bool = True) -> list[int]:
@@ -444,6 +454,8 @@ class ContextWindow:
             if not fresh and summary:  # a merge of two summarized topics needs no model call
                 summary.version = self.forest.version(root)
                 continue
+            if not force:  # an exchange that may still change topic is summarized later
+                fresh = [m for m in fresh if self.refiner.settled(m)]
             pending = self.log.get_many(fresh)
             size = sum(m.tokens for m in pending)
             batch_size = self.config.summary_batch_tokens
@@ -458,7 +470,7 @@ class ContextWindow:
                 batch.append(message)
                 size += message.tokens
             request = SummaryRequest(
-                messages=tuple(batch),
+                messages=tuple(self._condensed(m) for m in batch),
                 previous_summary=summary.text if summary else None,
                 # never longer than half of what it summarizes
                 target_tokens=min(
@@ -470,6 +482,14 @@ class ContextWindow:
                 SummaryJob(root, self.forest.version(root), request, tuple(m.id for m in batch))
             )
         return jobs
+
+    def _condensed(self, message: Message) -> Message:
+        """A long paste goes to the summarizer as its prose and the code lines that name
+        things, not whole: the original stays in the log for recall and expand."""
+        if message.tokens <= SUMMARY_MESSAGE_TOKENS:
+            return message
+        text = condense(message.content, SUMMARY_MESSAGE_TOKENS, self.count)
+        return dataclasses.replace(message, content=text, tokens=self.count(text))
 
     def uncovered(self, root: int) -> list[int]:
         """The topic's members no summary covers yet, in member order.
