@@ -47,6 +47,7 @@ class StdioClient:
             env={**os.environ, **(env or {})},
         )
         self.notifications: list[tuple[str, Any]] = []
+        self.orphans: list[dict[str, Any]] = []  # responses matching no request (id null)
         self.on_notification: Callable[[str, Any], None] | None = None
         self._ids = itertools.count(1)
         self._pending: dict[int | str, queue.Queue[dict[str, Any]]] = {}
@@ -61,6 +62,13 @@ class StdioClient:
         assert self.process.stdin is not None
         with self._write_lock:
             self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            self.process.stdin.flush()
+
+    def write_raw(self, data: bytes) -> None:
+        """Bytes straight onto the server's stdin (framing faults, in tests)."""
+        assert self.process.stdin is not None
+        with self._write_lock:
+            self.process.stdin.write(data)
             self.process.stdin.flush()
 
     def send(self, method: str, params: Any = None) -> int:
@@ -176,3 +184,5 @@ class StdioClient:
                 waiter = self._pending.get(message.get("id", -1))
             if waiter is not None:
                 waiter.put(message)
+            else:
+                self.orphans.append(message)
