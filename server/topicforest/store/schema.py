@@ -114,9 +114,10 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 
 def _tighten(directory: Path) -> None:
-    """A store directory others can read or write is made 0700: chat content lives there."""
+    """A store directory others can write to is made 0700: they could replace the database
+    (chat content) or plant files beside it."""
     mode = stat.S_IMODE(directory.stat().st_mode)
-    if mode & 0o077:
+    if mode & 0o022:
         directory.chmod(0o700)
         log.warning("memory store directory %s was mode %o; made it 0700", directory, mode)
 
