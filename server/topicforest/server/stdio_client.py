@@ -163,7 +163,8 @@ class StdioClient:
             while True:
                 line = stream.readline()
                 if not line:
-                    return  # the server exited
+                    self._server_gone()
+                    return
                 if line in (b"\r\n", b"\n"):
                     break
                 name, _, value = line.decode("ascii", "replace").partition(":")
@@ -171,6 +172,14 @@ class StdioClient:
                     length = int(value.strip())
             message = json.loads(stream.read(length))
             self._dispatch(message)
+
+    def _server_gone(self) -> None:
+        """The server exited: requests still waiting fail now rather than time out."""
+        gone = {"error": {"code": -32099, "message": "the server exited"}}
+        with self._lock:
+            for waiter in self._pending.values():
+                if waiter.empty():
+                    waiter.put(gone)
 
     def _dispatch(self, message: dict[str, Any]) -> None:
         if "method" in message and "id" in message:  # a request from the server
