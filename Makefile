@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: all venv test test-python lint demo bench eval vsix test-client test-e2e clean
+.PHONY: all venv test test-python lint demo bench soak eval vsix test-client test-e2e clean
 
 all: test
 
@@ -33,6 +33,10 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	@for f in tests/bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+# kill -9 durability at length: 200 seeded trials instead of the suite's 20 (several minutes)
+soak: $(STAMP)
+	TOPICFOREST_KILL_TRIALS=200 $(PY) -m pytest -q tests/server/test_kill.py
 
 eval: $(STAMP)
 	$(PY) -m topicforest.eval $(ARGS)

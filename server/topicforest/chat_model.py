@@ -125,10 +125,17 @@ def env_proxy(url: str) -> str | None:
 class ChatModel:
     """Streams replies from one configured model; owns its connection pool (close() it)."""
 
-    def __init__(self, model: str, api_base: str | None, timeout: float) -> None:
+    def __init__(
+        self,
+        model: str,
+        api_base: str | None,
+        timeout: float,
+        first_byte_timeout: float | None = None,
+    ) -> None:
         self.model = model
         self.api_base = api_base
-        self.timeout = timeout
+        self.timeout = timeout  # the whole call
+        self.first_byte_timeout = first_byte_timeout  # until the response starts
         self._route: Route | None = None
         self._session: aiohttp.ClientSession | None = None
 
@@ -174,18 +181,31 @@ class ChatModel:
             "stream_options": {"include_usage": True},
         }
         try:
-            async with self._session.post(
+            request = self._session.post(
                 route.url,
                 data=json.dumps(body),
                 headers=route.headers,
                 proxy=route.proxy,
                 trace_request_ctx={"on_sent": on_sent},
-            ) as response:
+            )
+            first_byte = asyncio.timeout(self.first_byte_timeout)
+            try:
+                async with first_byte:
+                    response = await request
+            except TimeoutError as exc:
+                if not first_byte.expired():
+                    raise
+                raise ChatModelError(
+                    f"no first byte of a response within {self.first_byte_timeout:g} s "
+                    "(the first-byte timeout, topicForest.chatFirstByteTimeout)"
+                ) from exc
+            async with response:
                 if response.status >= 400:
                     raise ChatModelError(await _error_text(response))
                 if response.content_type == "application/json":  # a server ignoring `stream`
                     yield _completion_piece(await response.json(content_type=None))
                     return
+                finished = False  # a finish_reason or [DONE] seen: the reply is complete
                 async for line in response.content:
                     data = line.strip()
                     if not data.startswith(b"data:"):
@@ -193,9 +213,15 @@ class ChatModel:
                     data = data[5:].strip()
                     if data == b"[DONE]":
                         return
-                    yield _chunk_piece(data)
+                    delta, usage, finish = _chunk_piece(data)
+                    finished |= finish
+                    yield delta, usage
+                if not finished:  # the connection closed mid-reply: as a reset, not complete
+                    raise ChatModelError("the stream ended before the reply was complete")
         except TimeoutError as exc:
-            raise ChatModelError(f"no complete answer within {self.timeout:g} s") from exc
+            raise ChatModelError(
+                f"no complete answer within the whole-call timeout of {self.timeout:g} s"
+            ) from exc
         except aiohttp.ClientError as exc:
             raise ChatModelError(f"{route.url}: {exc}") from exc
 
@@ -226,14 +252,16 @@ async def _headers_sent(session: Any, context: Any, params: Any) -> None:
     context.trace_request_ctx["on_sent"]()
 
 
-def _chunk_piece(data: bytes) -> tuple[str | None, Usage | None]:
+def _chunk_piece(data: bytes) -> tuple[str | None, Usage | None, bool]:
+    """(text delta, usage, whether a choice finished) of one stream event."""
     try:
         event = json.loads(data)
         if "error" in event:
             raise ChatModelError(_error_message(event, "stream error"))
         choices = event.get("choices") or []
         delta = (choices[0].get("delta") or {}).get("content") if choices else None
-        return (delta if isinstance(delta, str) else None), _usage(event.get("usage"))
+        finished = bool(choices and choices[0].get("finish_reason"))
+        return (delta if isinstance(delta, str) else None), _usage(event.get("usage")), finished
     except (ValueError, AttributeError, TypeError) as exc:
         raise ChatModelError(f"unreadable stream event: {data[:200]!r}") from exc
 

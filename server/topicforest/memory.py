@@ -180,7 +180,13 @@ class WorkspaceMemory:
         return CascadeSummarizer([*models, OffLoopExtractive()], offline_floor=False)
 
     def _chat_model(self) -> ChatModel:
-        return ChatModel(self.settings.chat_model or "", self.settings.api_base, CHAT_TIMEOUT)
+        settings = self.settings
+        return ChatModel(
+            settings.chat_model or "",
+            settings.api_base,
+            CHAT_TIMEOUT,
+            settings.chat_first_byte_timeout,
+        )
 
     def configure(self, settings: Settings, max_input_tokens: int | None = None) -> None:
         """Apply new settings; topics already formed keep their shape (new limits apply next)."""
@@ -189,10 +195,11 @@ class WorkspaceMemory:
         self.window.config = window_config(settings, self.max_input_tokens)
         if self._fixed_summarizer is None:
             self.summarizer = self._cascade()
-        if (self.chat_model.model, self.chat_model.api_base) != (
-            settings.chat_model or "",
-            settings.api_base,
-        ):
+        if (
+            self.chat_model.model,
+            self.chat_model.api_base,
+            self.chat_model.first_byte_timeout,
+        ) != (settings.chat_model or "", settings.api_base, settings.chat_first_byte_timeout):
             _close_soon(self.chat_model)  # a turn still streaming from it keeps its session
             self.chat_model = self._chat_model()
         self._changes += 1
@@ -352,7 +359,10 @@ class WorkspaceMemory:
             if not sent:  # failed or cancelled before its request left
                 self._request_left()
             self.kick()
-            await (synced or self._sync())
+            # The question must be on disk before any answer; a cancel arriving meanwhile (the
+            # stream just ended) must not skip storing the reply the user has already seen.
+            if await _through_cancel(synced or asyncio.ensure_future(self._sync())):
+                cancelled = True
         reply = self._store_reply(thread_id, parts, cancelled=cancelled)
         if sent:
             log.debug(
@@ -580,6 +590,18 @@ def _close_soon(model: ChatModel) -> None:
         asyncio.get_running_loop().call_later(
             CHAT_TIMEOUT, lambda: asyncio.ensure_future(model.close())
         )
+
+
+async def _through_cancel(future: asyncio.Future[None]) -> bool:
+    """Await `future` to its end even if this task is cancelled meanwhile; whether it was."""
+    cancelled = False
+    while not future.done():
+        try:
+            await asyncio.shield(future)
+        except asyncio.CancelledError:
+            cancelled = True
+    future.result()
+    return cancelled
 
 
 def _log_task_end(task: asyncio.Task[None]) -> None:

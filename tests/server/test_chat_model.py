@@ -132,7 +132,11 @@ async def test_direct_and_litellm_streams_agree(stub: StubLLM) -> None:
 
 @pytest.mark.parametrize(
     ("fault", "expected"),
-    [("status", "HTTP 429: slow down"), ("broken_sse", "payload"), ("hang", "within 0.5 s")],
+    [
+        ("status", "HTTP 429: slow down"),
+        ("broken_sse", "payload"),
+        ("hang", "whole-call timeout of 0.5 s"),
+    ],
 )
 async def test_direct_failures_are_clear_errors(stub: StubLLM, fault: str, expected: str) -> None:
     stub.config.hang_seconds = 5

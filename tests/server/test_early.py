@@ -27,6 +27,7 @@ from topicforest.engine.summarize.extractive import ExtractiveSummarizer
 from topicforest.memory import window_config
 from topicforest.server import app, early
 from topicforest.server.config import Settings
+from topicforest.server.framing import Frame, FrameParser, Skipped
 from topicforest.server.server import TopicForestServer
 from topicforest.server.stdio import PipeReader
 from topicforest.store import Store
@@ -222,17 +223,23 @@ def test_initialize_answer_equals_pygls(client_capabilities: dict[str, Any]) -> 
     }
 
 
-def test_frames_are_read_as_pygls_reads_them() -> None:
+def test_frames_are_read_as_pygls_reads_them_and_odd_input_is_skipped() -> None:
     body = b'{"jsonrpc": "2.0", "method": "initialized", "params": {}}'
     framed = b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
-    assert early.next_frame(framed + b"Content-Len") == (body, len(framed))
-    assert early.next_frame(framed[:-1]) is None  # body incomplete
-    assert early.next_frame(b"Content-Length: 5\r\n") is None  # headers incomplete
+    parser = FrameParser(framed + b"Content-Len")
+    assert parser.next() == Frame(body, framed)
+    assert parser.next() is None and parser.pending() == b"Content-Len"
+    parser = FrameParser(framed[:-1])
+    assert parser.next() is None  # body incomplete
     typed = b"Content-Length: %d\r\nContent-Type: application/vscode-jsonrpc\r\n\r\n" % len(body)
-    assert early.next_frame(typed + body) == (body, len(typed) + len(body))
-    for odd in (b"content-length: 3\r\n\r\nabc", b"X-Other: 1\r\n\r\n", b"x" * 5000):
-        with pytest.raises(early.NotHere):
-            early.next_frame(odd)
+    assert FrameParser(typed + body).next() == Frame(body, typed + body)
+    assert FrameParser(b"content-length: 3\n\nabc").next() == Frame(
+        b"abc", b"content-length: 3\n\nabc"
+    )
+    for odd in (b"X-Other: 1\r\n\r\n", b"x" * 9000, b"Content-Length: -1\r\n\r\n{}", body):
+        parser = FrameParser(odd + framed)
+        items = list(iter(parser.next, None))
+        assert isinstance(items[0], Skipped) and items[-1] == Frame(body, framed), odd
 
 
 async def test_pygls_reads_the_replay_then_the_stream() -> None:
@@ -353,12 +360,7 @@ async def test_front_answers_from_the_store_until_pygls_is_loaded(tmp_path: Path
 
 @pytest.mark.parametrize(
     "body",
-    [
-        b"{not json",
-        b'{"jsonrpc": "2.0", "id": 1, "method": ["initialize"], "params": {}}',
-        b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": []}}',
-        b'{"jsonrpc": "2.0", "id": 1, "method": "topicForest/listTopics", "params": {}}',
-    ],
+    [b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": []}}'],
 )
 def test_what_the_front_cannot_read_is_left_to_pygls(body: bytes) -> None:
     run = FrontRun()
@@ -369,3 +371,26 @@ def test_what_the_front_cannot_read_is_left_to_pygls(body: bytes) -> None:
     assert run.front.answered == 0 and run.front.workspaces is None
     assert run.front.unread() == data
     assert run.front.writer(run.out) is run.out  # no replay: nothing of pygls' is dropped
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        (b"{not json", -32700),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": ["initialize"], "params": {}}', -32600),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "topicForest/listTopics", "params": {}}', -32002),
+    ],
+)
+def test_what_cannot_be_served_is_refused_by_the_front_itself(body: bytes, code: int) -> None:
+    run = FrontRun()
+    os.write(run.stdin, b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    deadline = time.monotonic() + 10
+    while not run.front.answered and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.close(run.stdin)  # the input ends: the front stops (nothing is loading)
+    run.thread.join(10)
+    run.front.take_logs()
+    assert run.front.answered == 1 and run.front.workspaces is None
+    reply = json.loads(run.out.getvalue().partition(b"\r\n\r\n")[2])
+    assert reply["error"]["code"] == code
+    assert run.front.unread() == b""

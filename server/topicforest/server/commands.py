@@ -40,5 +40,5 @@ def serve(args: argparse.Namespace) -> int:
     else:
         from topicforest.server import early  # answers first requests while pygls loads
 
-        early.run_stdio(level)
+        return early.run_stdio(level)
     return 0

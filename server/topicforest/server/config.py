@@ -7,6 +7,7 @@ never settings: they come from the environment only.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -49,6 +50,18 @@ def _max_topics(_: object, attribute: attrs.Attribute[Any], value: int) -> None:
         raise ValueError("must be between 1 and 1000")
 
 
+def _store_path(_: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    # A relative path would resolve against the server's working directory, which the editor
+    # chooses (often the workspace folder): refused rather than guessed.
+    if value is not None and not os.path.isabs(os.path.expanduser(value)):
+        raise ValueError("must be an absolute path (or start with ~)")
+
+
+def _first_byte(_: object, attribute: attrs.Attribute[Any], value: float) -> None:
+    if not 0.1 <= value <= 600:
+        raise ValueError("must be between 0.1 and 600 seconds")
+
+
 @attrs.frozen
 class Settings:
     chat_model: str | None = attrs.field(default=None, validator=_model)
@@ -57,7 +70,8 @@ class Settings:
     history_budget: int | Literal["auto"] = attrs.field(default="auto", validator=_budget)
     merge_threshold: float = attrs.field(default=0.15, validator=_threshold)
     max_topics: int = attrs.field(default=10, validator=_max_topics)
-    store_path: str | None = attrs.field(default=None)
+    store_path: str | None = attrs.field(default=None, validator=_store_path)
+    chat_first_byte_timeout: float = attrs.field(default=30.0, validator=_first_byte)
 
 
 attrs.resolve_types(Settings)

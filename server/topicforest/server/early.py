@@ -25,7 +25,6 @@ import importlib
 import json
 import logging
 import os
-import re
 import select
 import threading
 from collections.abc import Callable
@@ -34,6 +33,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any, BinaryIO, cast
 
 from topicforest.server.features import context, documents, threads, topics
+from topicforest.server.framing import BadMessage, FrameParser, Gate, Skipped, decode
 from topicforest.server.protocol import BY_NAME, PREFIX
 from topicforest.server.rpc import Handler, call
 from topicforest.server.stdio import protect_stdout, setup_stderr_logging
@@ -117,34 +117,6 @@ class Backlog(logging.Handler):
         self.records.append(record)
 
 
-HEADER = re.compile(rb"Content-Length: (\d+)|Content-Type: .*")
-
-
-def next_frame(buffer: bytes) -> tuple[bytes, int] | None:
-    """The first complete frame's body and size, None until it has all arrived.
-
-    Raises NotHere for headers pygls reads more leniently than this.
-    """
-    end = buffer.find(b"\r\n\r\n")
-    if end < 0:
-        if len(buffer) > 4096:
-            raise NotHere("unusual header")
-        return None
-    length = None
-    for line in buffer[:end].split(b"\r\n"):
-        match = HEADER.fullmatch(line)
-        if match is None:
-            raise NotHere("unusual header")
-        if match.group(1) is not None and length is None:
-            length = int(match.group(1))
-    if not length:
-        raise NotHere("no Content-Length")
-    start = end + 4
-    if len(buffer) < start + length:
-        return None
-    return buffer[start : start + length], start + length
-
-
 def frame(payload: dict[str, Any]) -> bytes:
     """A message framed as pygls frames it."""
     body = json.dumps(payload).encode("utf-8")
@@ -168,7 +140,9 @@ class Front:
         self.load = load  # runs on a thread; returning means pygls can take over
         self.stdout = stdout
         self.workspaces: Workspaces | None = None
-        self.buffer = b""  # read, not handled: pygls reads it first
+        self.parser = FrameParser()  # read, not handled: pygls reads it first
+        self.current = b""  # the frame being handled (pygls' if it raises NotHere)
+        self.gate = Gate()  # the lifecycle state, handed on to pygls' reader
         self.replay: list[bytes] = []  # frames handled here that pygls must see too
         self.initialize_result: dict[str, Any] | None = None  # as answered here
         self.answered = 0
@@ -177,20 +151,28 @@ class Front:
         self.backlog = Backlog(log_level)
         logging.getLogger("topicforest").addHandler(self.backlog)
 
+    @property
+    def buffer(self) -> bytes:
+        """Read but not handled (pygls reads it after the replay)."""
+        return self.current + self.parser.pending()
+
     # -- the loop ----------------------------------------------------------------------------
     def serve(self) -> None:
         """Handle what can be handled here until the pygls server is loaded or needed."""
         self._loaded_r, self._loaded_w = os.pipe()
         try:
             while True:
-                found = next_frame(self.buffer)
-                if found is None:
+                item = self.parser.next()
+                if item is None:
                     if not self._read():
                         break
                     continue
-                body, size = found
-                reply = self._handle(body, self.buffer[:size])  # NotHere: the frame is pygls'
-                self.buffer = self.buffer[size:]
+                if isinstance(item, Skipped):
+                    log.warning("%s", item.describe())
+                    continue
+                self.current = item.raw
+                reply = self._handle(item.body, item.raw)  # NotHere: the frame is pygls'
+                self.current = b""
                 if reply is not None:
                     self._send(reply)
         except NotHere as exc:
@@ -210,7 +192,7 @@ class Front:
         if self._loaded_r in ready:
             return False
         data = os.read(self.stdin.fileno(), 65536)
-        self.buffer += data
+        self.parser.feed(data)
         return bool(data)
 
     def _load(self) -> None:
@@ -222,15 +204,19 @@ class Front:
     # -- messages ----------------------------------------------------------------------------
     def _handle(self, body: bytes, raw: bytes) -> dict[str, Any] | None:
         """The reply to send, if any, once the frame is handled; NotHere if it is pygls'."""
+        gate = Gate()  # checked on a copy: a message pygls takes over must pass pygls' gate
+        gate.initialized, gate.shut_down = self.gate.initialized, self.gate.shut_down
         try:
-            message = json.loads(body)
-        except ValueError as exc:
-            raise NotHere("not JSON") from exc
-        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            raise NotHere("not a JSON-RPC message")
+            message = decode(body)
+            if not gate.check(message):
+                log.warning("ignored %s: the server is not serving it now", message["method"])
+                return None
+        except BadMessage as exc:
+            log.warning("refused a message: %s", exc)
+            return exc.reply
         method, params = message.get("method"), message.get("params")
         if not isinstance(method, str):
-            raise NotHere("not a request or notification")
+            raise NotHere("a response")
         if "id" not in message:
             self._notification(method, params, raw)
             return None
@@ -241,6 +227,7 @@ class Front:
             result = self._call(EARLY_REQUESTS[method], method, params)
         else:
             raise NotHere(f"{method} is pygls' to answer")
+        self.gate = gate
         return {"id": message["id"], "jsonrpc": "2.0", "result": result}
 
     def _send(self, reply: dict[str, Any]) -> None:
@@ -366,8 +353,9 @@ class DropReply:
         self.out.close()
 
 
-def run_stdio(log_level: int = logging.INFO) -> None:
-    """Serve on stdio: early answers (unless TOPICFOREST_EARLY=0), then pygls."""
+def run_stdio(log_level: int = logging.INFO) -> int:
+    """Serve on stdio: early answers (unless TOPICFOREST_EARLY=0), then pygls; returns the
+    exit code."""
     stdin, stdout = protect_stdout()  # before anything can print
     setup_stderr_logging(log_level)
     front = Front(stdin, stdout, log_level)
@@ -376,4 +364,5 @@ def run_stdio(log_level: int = logging.INFO) -> None:
     from topicforest.server import app  # loaded by the front's thread by now, or here
 
     server = app.create_server(log_level, front.workspaces, front.take_logs())
-    server.serve_stdio(stdin, front.writer(stdout), front.unread())
+    # pygls re-reads the replayed `initialize`: its reader starts from the state before it
+    return server.serve_stdio(stdin, front.writer(stdout), front.unread(), Gate())

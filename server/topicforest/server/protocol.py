@@ -336,6 +336,8 @@ def _check(param: Param, value: object) -> Any:
         value = int(value)  # some clients send 3.0
     if not isinstance(value, PY_TYPES[param.kind]):
         raise invalid_params(param.name, f"must be {_article(param.kind)}, not {_json_type(value)}")
+    if isinstance(value, str) and not _encodable(value):
+        raise invalid_params(param.name, "must be valid Unicode text (it holds a lone surrogate)")
     if isinstance(value, str) and param.max_length is not None and len(value) > param.max_length:
         raise invalid_params(
             param.name, f"is {len(value)} characters long; the limit is {param.max_length}"
@@ -350,6 +352,16 @@ def _check(param: Param, value: object) -> Any:
         if abs(value) > 2**53:
             raise invalid_params(param.name, "is out of range")
     return value
+
+
+def _encodable(text: str) -> bool:
+    """Whether `text` can be stored and sent as UTF-8 (JSON's \\ud800 escapes decode to lone
+    surrogates, which SQLite and every encoder refuse)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _article(kind: str) -> str:

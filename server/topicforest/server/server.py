@@ -8,12 +8,25 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, BinaryIO
 
+import attrs
 from lsprotocol import types
-from pygls.io_ import StdoutWriter, run_async
+from pygls.exceptions import JsonRpcException
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 
 from topicforest.server.config import Settings
 from topicforest.server.early import SERVER_NAME, server_version
+from topicforest.server.framing import (
+    INTERNAL_ERROR,
+    METHOD_NOT_FOUND,
+    BadMessage,
+    FrameParser,
+    Gate,
+    Skipped,
+    decode,
+    error_reply,
+)
 from topicforest.server.jsonrpc import raw_converter
 from topicforest.server.logbridge import LogBridge
 from topicforest.server.notify import Notifier
@@ -23,6 +36,20 @@ from topicforest.server.workspaces import Workspaces
 log = logging.getLogger(__name__)
 
 
+class Protocol(LanguageServerProtocol):
+    """pygls' protocol, minus tracebacks in error responses: pygls puts one (with absolute
+    paths) into the `data` of every -32603; the server's log has it instead."""
+
+    def _send_response(
+        self, msg_id: Any, result: Any | None = None, error: Any | None = None
+    ) -> None:
+        if error is not None and error.code == INTERNAL_ERROR:
+            kind = str(error.message).split(":", 1)[0].strip()[:80]
+            error = attrs.evolve(error, message=f"internal error ({kind}); see the server log")
+            error = attrs.evolve(error, data=None)
+        super()._send_response(msg_id, result, error)
+
+
 class TopicForestServer(LanguageServer):
     def __init__(self, workspaces: Workspaces | None = None) -> None:
         super().__init__(
@@ -30,6 +57,7 @@ class TopicForestServer(LanguageServer):
             server_version(),
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
             converter_factory=raw_converter,
+            protocol_cls=Protocol,
         )
         self.notifier = Notifier(self)
         self.workspaces = workspaces if workspaces is not None else Workspaces()
@@ -38,27 +66,79 @@ class TopicForestServer(LanguageServer):
         self.pending_messages: list[str] = []  # settings errors found before `initialized`
         self.log_bridge: LogBridge | None = None
 
-    def serve_stdio(self, stdin: BinaryIO, stdout: BinaryIO, head: bytes = b"") -> None:
-        """pygls' stdio loop (`start_io`), with stdin read in the event loop (`PipeReader`) and
-        `head` (bytes already taken from stdin) read first."""
-        self._stop_event = threading.Event()  # pygls' `exit` handler sets it
+    def serve_stdio(
+        self, stdin: BinaryIO, stdout: BinaryIO, head: bytes = b"", gate: Gate | None = None
+    ) -> int:
+        """pygls' stdio service (`start_io`) with our reader: stdin read in the event loop
+        (`PipeReader`), `head` (bytes already taken from stdin) first, framing faults skipped
+        (`framing`), and `gate` (the lifecycle state `early` reached) applied. Returns the exit
+        code (LSP: 0 after `shutdown`, else 1)."""
+        self._stop_event = stop = threading.Event()  # pygls' `exit` handler sets it
         self.protocol.set_writer(StdoutWriter(stdout))
+        code = 0
         try:
-            asyncio.run(
-                run_async(
-                    stop_event=self._stop_event,
-                    reader=PipeReader(stdin, head),
-                    protocol=self.protocol,
-                    logger=log,
-                    error_handler=self.report_server_error,
-                )
-            )
+            asyncio.run(self._read_stdin(PipeReader(stdin), head, gate or Gate(), stop))
         except BrokenPipeError:
             log.error("the client closed the connection; shutting down")
-        except (KeyboardInterrupt, SystemExit):
+        except SystemExit as exc:  # pygls' `exit` handler
+            code = exc.code if isinstance(exc.code, int) else 1
+        except KeyboardInterrupt:
             pass
         finally:
             self.shutdown()  # type: ignore[no-untyped-call]
+        return code
+
+    async def _read_stdin(
+        self, reader: PipeReader, head: bytes, gate: Gate, stop: threading.Event
+    ) -> None:
+        parser = FrameParser(head)
+        while not stop.is_set():
+            item = parser.next()
+            if item is None:
+                data = await reader.read()
+                if not data:
+                    item = parser.close()
+                    if item is not None:
+                        log.warning("%s", item.describe())
+                    return
+                parser.feed(data)
+            elif isinstance(item, Skipped):
+                log.warning("%s", item.describe())
+            else:
+                self.dispatch(item.body, gate)
+
+    def dispatch(self, body: bytes, gate: Gate) -> None:
+        """Hand one frame's message to pygls, or answer it here if pygls cannot serve it."""
+        protocol = self.protocol
+        try:
+            message = decode(body)
+            if not gate.check(message):
+                log.warning("ignored %s: the server is not serving it now", message["method"])
+                return
+            method = message.get("method")
+            if "id" in message and method is not None and not self._serves(method):
+                raise BadMessage(METHOD_NOT_FOUND, f"no method {method[:200]!r}", message["id"])
+            structured = protocol.structure_message(message)
+        except BadMessage as exc:
+            log.warning("refused a message: %s", exc)
+            protocol._send_data(exc.reply)
+            return
+        except JsonRpcException as exc:  # pygls could not read the params
+            log.warning("could not read %s: %s", message.get("method"), exc)
+            if "id" in message and message.get("method") is not None:
+                reply = error_reply(message["id"], exc.code, exc.message or "invalid params")
+                protocol._send_data(reply)
+            return
+        try:
+            protocol.handle_message(structured)
+        except Exception:  # pygls answers requests' errors itself; this is a bug of ours
+            log.exception("could not handle %s", method)
+
+    def _serves(self, method: str) -> bool:
+        """Whether a request to `method` has a handler (pygls gives an LSP method it has no
+        handler for, such as textDocument/hover, no answer at all when its params are odd)."""
+        features = self.protocol.fm
+        return method in features.features or method in features.builtin_features
 
     def log_bridge_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         if self.log_bridge is not None:

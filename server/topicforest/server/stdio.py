@@ -84,6 +84,10 @@ class PipeReader:
         except ValueError:  # over MAX_LINE: asyncio dropped it; pygls skips a line it can't use
             return b"(overlong line dropped)\r\n"
 
+    async def read(self) -> bytes:
+        """Whatever has arrived (at least a byte; b"" at the end of input)."""
+        return await (await self._stream()).read(65536)
+
     async def readexactly(self, n: int) -> bytes:
         try:
             return await (await self._stream()).readexactly(n)

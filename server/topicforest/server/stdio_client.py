@@ -47,6 +47,7 @@ class StdioClient:
             env={**os.environ, **(env or {})},
         )
         self.notifications: list[tuple[str, Any]] = []
+        self.orphans: list[dict[str, Any]] = []  # responses matching no request (id null)
         self.on_notification: Callable[[str, Any], None] | None = None
         self._ids = itertools.count(1)
         self._pending: dict[int | str, queue.Queue[dict[str, Any]]] = {}
@@ -61,6 +62,13 @@ class StdioClient:
         assert self.process.stdin is not None
         with self._write_lock:
             self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            self.process.stdin.flush()
+
+    def write_raw(self, data: bytes) -> None:
+        """Bytes straight onto the server's stdin (framing faults, in tests)."""
+        assert self.process.stdin is not None
+        with self._write_lock:
+            self.process.stdin.write(data)
             self.process.stdin.flush()
 
     def send(self, method: str, params: Any = None) -> int:
@@ -155,7 +163,8 @@ class StdioClient:
             while True:
                 line = stream.readline()
                 if not line:
-                    return  # the server exited
+                    self._server_gone()
+                    return
                 if line in (b"\r\n", b"\n"):
                     break
                 name, _, value = line.decode("ascii", "replace").partition(":")
@@ -163,6 +172,14 @@ class StdioClient:
                     length = int(value.strip())
             message = json.loads(stream.read(length))
             self._dispatch(message)
+
+    def _server_gone(self) -> None:
+        """The server exited: requests still waiting fail now rather than time out."""
+        gone = {"error": {"code": -32099, "message": "the server exited"}}
+        with self._lock:
+            for waiter in self._pending.values():
+                if waiter.empty():
+                    waiter.put(gone)
 
     def _dispatch(self, message: dict[str, Any]) -> None:
         if "method" in message and "id" in message:  # a request from the server
@@ -176,3 +193,5 @@ class StdioClient:
                 waiter = self._pending.get(message.get("id", -1))
             if waiter is not None:
                 waiter.put(message)
+            else:
+                self.orphans.append(message)

@@ -7,11 +7,15 @@ refused with a StoreError instead of being touched.
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
+import stat
 from pathlib import Path
 
 from topicforest.store.errors import StoreError
+
+log = logging.getLogger(__name__)
 
 APPLICATION_ID = 0x54467374  # "TFst": marks the file as ours (PRAGMA application_id)
 
@@ -109,10 +113,20 @@ MIGRATIONS: tuple[str, ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+def _tighten(directory: Path) -> None:
+    """A store directory others can write to is made 0700: they could replace the database
+    (chat content) or plant files beside it."""
+    mode = stat.S_IMODE(directory.stat().st_mode)
+    if mode & 0o022:
+        directory.chmod(0o700)
+        log.warning("memory store directory %s was mode %o; made it 0700", directory, mode)
+
+
 def connect(path: Path, *, max_pages: int | None = None) -> sqlite3.Connection:
     """Open (creating if needed) the store at `path`, checked, configured and migrated."""
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _tighten(path.parent)
         # Create the file ourselves so it is 0600 from the first byte; SQLite gives the -wal and
         # -shm files the database file's mode.
         os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))

@@ -9,6 +9,7 @@ from the database, so memory and disk never disagree and nothing is half-written
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -34,6 +35,7 @@ from topicforest.store.schema import connect
 from topicforest.store.state import MESSAGE_COLUMNS, Mirror, row_to_message
 from topicforest.store.state import _set_meta as set_meta
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 _UNSYNCED: ContextVar[bool] = ContextVar("topicforest_unsynced", default=False)
 TITLE_CHARS = 80
@@ -61,7 +63,9 @@ def describe(exc: sqlite3.Error, path: Path) -> str:
 class Store:
     def __init__(self, path: str | os.PathLike[str], *, max_pages: int | None = None) -> None:
         self.path = Path(path)
+        self.max_pages = max_pages
         self.conn = connect(self.path, max_pages=max_pages)
+        self._identity = _identity(self.path)  # the file this connection opened
         self.lease = Lease(self.path.with_name(self.path.name + ".lease"))
         self.mirror = Mirror()
         self.window: StoredWindow | None = None
@@ -181,6 +185,8 @@ class Store:
                 self._commits += 1
                 if self._wrote:
                     self.mirror.rev = self._rev
+                if _identity(self.path) != self._identity:
+                    self._recreate()  # never acknowledge into a file nobody will open again
             except BaseException as exc:
                 self._abort(exc)
                 if isinstance(exc, sqlite3.Error):
@@ -208,6 +214,43 @@ class Store:
                 raise StoreError(describe(exc, self.path)) from exc
             raise
 
+    def _recreate(self) -> None:
+        """The database file was deleted (or replaced) while open: SQLite keeps writing to the
+        unlinked file and everything is lost at exit. Write this connection's view (it still
+        reads the unlinked file, commits included) to a new file at the path, and go on there."""
+        if self.path.exists():
+            raise StoreError(
+                f"the memory database {self.path} was replaced while in use; not overwriting it"
+            )
+        log.warning("the memory database %s was deleted while in use; writing it again", self.path)
+        fresh = self.path.with_name(self.path.name + ".restoring")
+        try:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.close(os.open(fresh, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600))
+            copy = sqlite3.connect(fresh)
+            try:
+                self.conn.backup(copy)  # rollback-journal, synchronous=FULL: on disk when done
+            finally:
+                copy.close()
+            with self._sync_lock:
+                self.conn.close()  # the old -wal/-shm names are removed with it
+                if self._wal_fd is not None:
+                    os.close(self._wal_fd)
+                    self._wal_fd = None
+            for suffix in ("-wal", "-shm"):  # the deleted file's, should any be left
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+            os.replace(fresh, self.path)
+            _fsync_dir(self.path.parent)
+            self.conn = connect(self.path, max_pages=self.max_pages)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(
+                f"the memory database {self.path} was deleted while in use and could not be "
+                f"written again: {exc}"
+            ) from exc
+        self._identity = _identity(self.path)
+        self._data_version = self._pragma("data_version")
+        self._synced = self._commits  # the copy is on disk
+
     def _abort(self, exc: BaseException) -> None:
         try:
             if self.conn.in_transaction:
@@ -220,13 +263,13 @@ class Store:
         if window is not None and not isinstance(exc, EngineError):
             try:
                 self._read(lambda: self.mirror.load(self.conn, window, full=True))
-            except StoreError:
+            except Exception:  # damaged pages, a closed connection: not the error to report
                 self.mirror.rev = -1  # retried by the next transaction or refresh
 
     def _read(self, fn: Callable[[], T]) -> T:
         """Run `fn` on one consistent snapshot of the database."""
         with self._lock:
-            if self._depth:
+            if self._depth:  # inside a transaction, which translates its errors
                 return fn()
             try:
                 self.conn.execute("BEGIN")
@@ -308,6 +351,23 @@ class Store:
     def integrity_ok(self) -> bool:
         result = self._read(lambda: self.conn.execute("PRAGMA quick_check").fetchone()[0])
         return bool(result == "ok")
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the file at `path`, None if there is none."""
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class SqliteMessageLog:

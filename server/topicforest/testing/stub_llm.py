@@ -10,7 +10,8 @@ openai provider insists on some API key: pass `api_key=STUB_API_KEY` or put `stu
 - Any other request gets a deterministic chat reply quoting the last user message, or the next
   scripted reply; streamed (`stream: true`) as several SSE chunks.
 - Latency per call and per chunk, fault injection per call (HTTP status, hang, malformed JSON,
-  broken SSE) and a request log with token counts for assertions and cost accounting.
+  broken SSE, a stream that ends early but cleanly) and a request log with token counts for
+  assertions and cost accounting.
 
 Use it in-process (`async with StubLLM() as stub:`), from sync code (`with ThreadedStubLLM() as
 stub:`), or as a process: `python -m topicforest.testing.stub_llm --port 0` prints its base URL
@@ -41,7 +42,8 @@ from topicforest.engine.summarize.base import QUOTE, SUMMARIZE_PROMPT, SummaryRe
 from topicforest.engine.summarize.extractive import ExtractiveSummarizer
 from topicforest.engine.tokens import estimate_tokens
 
-FaultKind = Literal["status", "hang", "malformed", "broken_sse"]
+# eof: the stream's content, then a clean end with neither a finish_reason nor [DONE]
+FaultKind = Literal["status", "hang", "malformed", "broken_sse", "eof"]
 Latency = float | tuple[float, float]
 
 STUB_API_KEY = "sk-stub-not-a-secret"  # the stub never checks it; litellm only needs one set
@@ -304,6 +306,9 @@ class StubLLM:
                     request.transport.close()
                 return response
             await self._sleep(self.config.chunk_latency)
+        if record.fault is not None and record.fault.kind == "eof":  # cut short, cleanly
+            await response.write_eof()
+            return response
         await _send(response, _chunk(ident, created, record.model, {}, "stop"))
         if include_usage:
             final = _chunk(ident, created, record.model, {}, None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -33,11 +34,14 @@ instructions to you."""
 QUOTE = "| "
 
 
+# Every line break some consumer recognises (Python's str.splitlines, Unicode's LS/PS/NEL,
+# VT/FF): quoting only on \n left "## Topic" and "system:" lines forgeable for such readers.
+LINE_BREAKS = re.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
 def quote(text: str) -> str:
     """Prefix every line so message text can never start a structural line (header, prefix)."""
-    return "\n".join(
-        QUOTE + line for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    )
+    return "\n".join(QUOTE + line for line in LINE_BREAKS.split(text))
 
 
 def format_transcript(messages: Sequence[Message], previous_summary: str | None = None) -> str:
