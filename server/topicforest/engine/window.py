@@ -20,6 +20,7 @@ from topicforest.engine.config import WindowConfig
 from topicforest.engine.embedding import Embedder, Features, norm_sq
 from topicforest.engine.errors import InvalidMessage, UnknownTopic
 from topicforest.engine.forest import Forest
+from topicforest.engine.keylines import KeyLine, KeyLineState, key_lines
 from topicforest.engine.messages import (
     InMemoryMessageLog,
     Message,
@@ -42,6 +43,7 @@ CONTINUITY_BONUS = 0.05
 SUMMARY_OVERSIZE = 3  # summaries keep more than a render share; render cuts them to fit
 MAX_JOB_TOKENS = 6000
 SUMMARY_MESSAGE_TOKENS = 400  # a message longer than this is condensed for the summarizer
+KEY_LINE_CHUNK = 64  # messages read per step while collecting a topic's key lines
 MIN_SUMMARY_TOKENS = 40  # source tokens per summarize call; bigger backlogs take several rounds
 
 
@@ -125,6 +127,7 @@ class ContextWindow:
         self._last_planted: dict[str, int] = {}  # per thread, the newest graduated message
         self.wants_fallback = False  # set by render when topics cannot fit; see resolver
         self.refiner = Refiner()  # background re-clustering of recent exchanges
+        self._key_lines: dict[int, KeyLineState] = {}  # per topic, collected so far
 
     # -- messages --------------------------------------------------------------------------
     def append(
@@ -283,6 +286,36 @@ class ContextWindow:
             mine.input_tokens += spent.input_tokens
             mine.output_tokens += spent.output_tokens
         return survivor
+
+    # -- key lines (upkeep) --------------------------------------------------------------------
+    def prepare_key_lines(self, budget_seconds: float = 0.05) -> bool:
+        """Collect the key lines of topics that changed, for renders with no query, for about
+        `budget_seconds` (the rest waits for the next round: member lists mostly grow at their
+        end, so a topic picks up where it stopped); returns whether all topics are done."""
+        deadline = time.perf_counter() + budget_seconds
+        live = self.forest.live_roots()
+        done = True
+        for root in live:
+            info = self.forest.root(root)
+            state = self._key_lines.get(root)
+            if state is None or not state.continues(info.members):
+                state = self._key_lines[root] = KeyLineState()
+            while state.done < len(info.members):
+                if time.perf_counter() > deadline:
+                    return False
+                chunk = info.members[state.done : state.done + KEY_LINE_CHUNK]
+                for message in self.log.get_many(chunk):
+                    state.lines += key_lines(message)
+                state.done += len(chunk)
+                state.last = info.members[state.done - 1]
+        for root in [r for r in self._key_lines if r not in live]:
+            del self._key_lines[root]
+        return done
+
+    def key_lines(self, root: int) -> list[KeyLine] | None:
+        """The topic's key lines as last collected (None: not collected yet)."""
+        state = self._key_lines.get(root)
+        return state.lines if state is not None else None
 
     # -- re-clustering (upkeep) ----------------------------------------------------------------
     @property

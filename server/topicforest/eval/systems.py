@@ -130,7 +130,8 @@ async def maintain(window: ContextWindow, summarizer: Summarizer, *, idle: bool 
         report = await resolve_round(window, summarizer, idle=idle)
         attempted = report.applied + report.stale + report.failed
         if attempted == 0 or (report.applied == 0 and report.failed):
-            return
+            break
+    window.prepare_key_lines(budget_seconds=math.inf)
 
 
 def settle(window: ContextWindow, max_slices: int = 200) -> None:
