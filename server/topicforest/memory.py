@@ -45,7 +45,7 @@ SYSTEM_PROMPT = (
 )
 CHAT_TIMEOUT = 120.0  # seconds for the whole model call
 MAX_ROUNDS = 20  # summary rounds per wake-up; a failing provider cannot spin the loop forever
-RECLUSTER_SLICE_SECONDS = 0.05  # one slice of re-clustering per upkeep round (never on a turn)
+RECLUSTER_SLICE_SECONDS = 0.05  # upkeep work per round besides summaries (never on a turn)
 IDLE_SECONDS = 2.0  # quiet time after which topics with no summary yet get their first one
 SETTLE_SECONDS = 60.0  # quiet time after which every topic's summary is brought up to date
 SETTLE_ENV = "TOPICFOREST_SETTLE_SECONDS"  # override, for tests and impatient demos
@@ -508,9 +508,9 @@ class WorkspaceMemory:
         reclustered = self.window.refine(RECLUSTER_SLICE_SECONDS)
         if reclustered:
             self._emit("reclustered", sorted(reclustered))
-        if self.window.refine_pending:
-            self.kick()  # the next slice after this round, with turns let in between
         await self.summarize_dirty(idle=idle, settle=settle)
+        if not self.window.prepare_key_lines(RECLUSTER_SLICE_SECONDS) or self.window.refine_pending:
+            self.kick()  # the next slice after this round, with turns let in between
 
     async def summarize_dirty(self, *, idle: bool = False, settle: bool = False) -> int:
         jobs = self.window.summary_jobs(idle=idle, force=settle)

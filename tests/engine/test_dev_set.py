@@ -33,6 +33,7 @@ def replay(
         window.graduate()
         window.refine()  # as upkeep does: one bounded slice of re-clustering
         asyncio.run(resolve_round(window, summarizer))  # as the background loop does
+        window.prepare_key_lines()
     return window, ids
 
 

@@ -9,7 +9,6 @@ All quoted text is prefixed with "| " so it can never forge a header or a role.
 
 from __future__ import annotations
 
-import math
 import posixpath
 from collections import Counter
 from dataclasses import dataclass, field
