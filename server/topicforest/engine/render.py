@@ -31,8 +31,9 @@ MIN_SUMMARY_ROOM = 24  # below this a cut summary says nothing useful
 MIN_FALLBACK_ROOM = 64
 FILE_BOOST = 0.35
 RECALL_SHARE = 0.9  # of the topic space, for originals that match the query
-EXCHANGE_SHARE = 0.5  # of the recall room left, for the best exchange not yet shown
+EXCHANGE_SHARE = 0.6  # of the recall room left, for the best exchange not yet shown
 MIN_RELATIVE_SCORE = 0.25  # an exchange scoring less than this share of the best is noise
+QUESTION_SHARE = 0.25  # of an exchange's room, for a question too long to recall whole
 SHORT_QUESTION = 80  # tokens: a question this short is recalled whole with its answer
 MIN_EXCERPT = 24
 SUMMARY_SHARE = 0.15  # of a topic's room with no query; key lines take the rest
@@ -436,7 +437,8 @@ def _exchange_lines(
             out.append((message, line, costs[position]))
             left -= costs[position]
             continue
-        own = left if not later else max(MIN_EXCERPT, left // (later + 1))
+        # a long question gets a small part: the answer is where facts are stated
+        own = left if not later else max(MIN_EXCERPT, int(left * QUESTION_SHARE))
         text = excerpt(message.content, query_stems, own - 8, count)
         if not text:
             continue
