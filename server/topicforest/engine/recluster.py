@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 WINDOW_UNITS = 400  # most recent exchanges that can still move (their terms stay in memory)
 STOP_RATIO = 1.2  # keep merging while groups are this much more alike than two random exchanges
 MIN_TOPIC_EXCHANGES = 2  # fewer than this: a fragment, not a topic
+FRAGMENT_SHARE = 0.05  # and a group with less than this share of the exchanges
 STAY_BONUS = 0.05  # cosine an exchange's current topic is preferred by
 SWITCH_PENALTY = 0.3  # cosine a thread pays to change topic between consecutive exchanges
 KMEANS_ROUNDS = 6
@@ -275,8 +276,10 @@ def _agglomerate(
     def link(a: int, b: int) -> float:
         return linkage[(a, b)] if (a, b) in linkage else linkage[(b, a)]
 
+    smallest = max(MIN_TOPIC_EXCHANGES, FRAGMENT_SHARE * sum(size.values()))
+
     def fragment(group: int) -> bool:
-        return size[group] < MIN_TOPIC_EXCHANGES
+        return size[group] < smallest
 
     work = 0
     while len(members) > 1:
