@@ -11,7 +11,7 @@ from pathlib import Path
 
 from topicforest.eval.dataset import DatasetError, default_paths, load_conversation
 from topicforest.eval.report import pct, targets, write_report
-from topicforest.eval.run import LABELS, SYSTEMS, Options, run
+from topicforest.eval.run import LABELS, Options, run
 
 SHARED = Path(os.environ.get("TOPICFOREST_EVAL_DIR", "../shared/eval"))
 
@@ -94,9 +94,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     evaluation = run(conversations, options)
     command = "make eval" if argv is None and len(sys.argv) == 1 else _command(argv)
     files = write_report(evaluation, out, command)
-    print(f"{'system':40} facts kept")
-    for system in SYSTEMS:
-        print(f"{LABELS[system]:40} {pct(*evaluation.survival(system))}")
+    print(f"{'system':72} facts kept")
+    for system in evaluation.systems:
+        print(f"{LABELS[system]:72} {pct(*evaluation.survival(system))}")
     for target in targets(evaluation):
         print(f"{'MET ' if target.met else 'NOT MET'} {target.name}: {target.measured}")
     print("wrote " + ", ".join(str(f) for f in files))

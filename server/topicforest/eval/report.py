@@ -10,7 +10,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from topicforest.eval.metrics import mcnemar_exact
-from topicforest.eval.run import LABELS, SYSTEMS, ConversationResult, Evaluation
+from topicforest.eval.run import (
+    EXTRACTIVE_SUFFIX,
+    LABELS,
+    SYSTEMS,
+    ConversationResult,
+    Evaluation,
+)
 from topicforest.eval.systems import FactTrace
 
 POSITIONS = ("early", "middle", "late")
@@ -142,11 +148,19 @@ def _markdown(evaluation: Evaluation, command: str, figures: dict[str, Path]) ->
         f"the real model `{o.model}` via litellm"
         if o.model
         else "the loopback stub (`topicforest.testing.stub_llm`) through real litellm HTTP: "
-        "a deterministic capacity-limited extractive summary, about 20% of the transcript's "
-        "tokens clamped to 40–400 and never more than the request asks for, keeping the most "
-        "information-dense sentences (the engine's own extractive scorer)"
+        "a deterministic capacity-limited *lead* summary, about 20% of the transcript's "
+        "tokens clamped to 40–400 and never more than the request asks for, made of the "
+        "leading sentences of each message in conversation order (the first sentence of "
+        "every message, then the second of every message, …). It shares no code with the "
+        "engine's summarizers or render, so tuning the engine cannot tune it"
     )
     add(f"- Summarizer, the same for every system: {summarizer}.")
+    if "forest_x" in evaluation.systems:
+        add(
+            "- Second column, marked *(engine's extractive summarizer)*: the same stub answering "
+            "with the engine's own extractive scorer (the one the render's digests use), to "
+            "show how much a result owes to summarizer and render sharing that scorer."
+        )
     add("- Tokens are counted with the engine's estimator (about 3 characters per token).")
     add(
         "- Conversations: "
@@ -196,11 +210,12 @@ def _markdown(evaluation: Evaluation, command: str, figures: dict[str, Path]) ->
     add("")
     add("## Fact survival")
     add("")
-    add("| conversation | " + " | ".join(LABELS[s] for s in SYSTEMS) + " |")
-    add("|---|" + "---|" * len(SYSTEMS))
+    shown = evaluation.systems
+    add("| conversation | " + " | ".join(LABELS[s] for s in shown) + " |")
+    add("|---|" + "---|" * len(shown))
     for c in convs:
-        add(f"| `{c.id}` | " + " | ".join(pct(*c.survival(s)) for s in SYSTEMS) + " |")
-    add("| **all** | " + " | ".join(f"**{pct(*evaluation.survival(s))}**" for s in SYSTEMS) + " |")
+        add(f"| `{c.id}` | " + " | ".join(pct(*c.survival(s)) for s in shown) + " |")
+    add("| **all** | " + " | ".join(f"**{pct(*evaluation.survival(s))}**" for s in shown) + " |")
     add("")
     add("By position of the fact in its session (all conversations):")
     add("")
@@ -329,24 +344,22 @@ def _markdown(evaluation: Evaluation, command: str, figures: dict[str, Path]) ->
     add("")
     add("| conversation | system | calls | input tokens | output tokens |")
     add("|---|---|---|---|---|")
+    cost_systems = [s for s in ("forest", "flat", "forest_x", "flat_x") if s in convs[0].cost]
     for c in convs:
-        for s in ("forest", "flat"):
+        for s in cost_systems:
             cost = c.cost[s]
-            name = "Topic Forest" if s == "forest" else LABELS[s]
+            name = _cost_label(s)
             failed = f" ({cost.failed} failed)" if cost.failed else ""
             add(
                 f"| `{c.id}` | {name} | {cost.calls}{failed} | {cost.input_tokens:,} | "
                 f"{cost.output_tokens:,} |"
             )
-    total_f, total_flat = evaluation.cost("forest"), evaluation.cost("flat")
-    add(
-        f"| **all** | Topic Forest | {total_f.calls} | {total_f.input_tokens:,} | "
-        f"{total_f.output_tokens:,} |"
-    )
-    add(
-        f"| **all** | {LABELS['flat']} | {total_flat.calls} | {total_flat.input_tokens:,} | "
-        f"{total_flat.output_tokens:,} |"
-    )
+    for s in cost_systems:
+        total = evaluation.cost(s)
+        add(
+            f"| **all** | {_cost_label(s)} | {total.calls} | {total.input_tokens:,} | "
+            f"{total.output_tokens:,} |"
+        )
     add("")
     add("Truncation makes no summarizer calls.")
     add("")
@@ -495,6 +508,12 @@ def _budget_table(evaluation: Evaluation, add: Callable[[str], None]) -> None:
             f"| {gap:+.0f} pp |"
         )
     add("")
+
+
+def _cost_label(system: str) -> str:
+    return {"forest": "Topic Forest", "forest_x": "Topic Forest" + EXTRACTIVE_SUFFIX}.get(
+        system, LABELS.get(system, system)
+    )
 
 
 def _lost(trace: FactTrace | None, *, query: bool) -> str:

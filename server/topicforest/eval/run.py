@@ -31,14 +31,22 @@ from topicforest.eval.systems import (
 from topicforest.eval.waiting import ChatStub, WaitTrace, wait_flat, wait_topic_forest
 from topicforest.testing.stub_llm import STUB_API_KEY, StubLLM, ThreadedStubLLM
 
+# Systems scored with the primary summarizer (the stub's independent lead summary, or --model).
 SYSTEMS = ("forest_query", "forest", "flat", "truncation")
+# The same systems again with the engine's own extractive scorer as the summarizer (stub only):
+# the second column, to show how much of a result comes from sharing the render's scorer.
+EXTRACTIVE_SYSTEMS = ("forest_query_x", "forest_x", "flat_x")
+EXTRACTIVE_SUFFIX = " (engine's extractive summarizer)"
 LABELS = {
     "forest_query": "Topic Forest (question as query)",
     "forest": "Topic Forest (no query)",
     "flat": "Flat recursive summary",
     "truncation": "Truncation",
 }
-STUB_SUMMARY_MODEL = "openai/stub-summary"
+LABELS.update({f"{s}_x": LABELS[s] + EXTRACTIVE_SUFFIX for s in ("forest_query", "forest", "flat")})
+# One loopback stub serves both summarizers; the model name picks the stub's mode.
+STUB_SUMMARY_MODEL = "openai/stub-summary"  # the stub's lead summary: independent of the engine
+STUB_EXTRACTIVE_MODEL = "openai/stub-extractive"  # the engine's own ExtractiveSummarizer
 
 
 @dataclass
@@ -142,6 +150,7 @@ class Evaluation:
     options: Options
     summarizer: str
     conversations: list[ConversationResult] = field(default_factory=list)
+    systems: tuple[str, ...] = SYSTEMS  # every system scored, in report order
 
     def facts(self) -> list[FactOutcome]:
         return [f for c in self.conversations for f in c.facts]
@@ -202,8 +211,12 @@ def _composition(pairs: Sequence[tuple[int, str]]) -> dict[int, dict[str, int]]:
 
 
 async def evaluate_conversation(
-    conv: Conversation, summarizer: Summarizer, options: Options
+    conv: Conversation,
+    summarizer: Summarizer,
+    options: Options,
+    extractive: Summarizer | None = None,
 ) -> ConversationResult:
+    """Replay and score `conv`; `extractive`: also replay Topic Forest and flat with it."""
     forest = await run_topic_forest(
         conv, summarizer, options.budget, idle_after_reply=options.pause
     )
@@ -228,6 +241,16 @@ async def evaluate_conversation(
         "flat": dict.fromkeys(every, flat.context),
         "truncation": dict.fromkeys(every, truncation.context),
     }
+    cost = {"forest": forest.cost, "flat": flat.cost, "truncation": truncation.cost}
+    if extractive is not None:
+        forest_x = await run_topic_forest(
+            conv, extractive, options.budget, idle_after_reply=options.pause
+        )
+        flat_x = await run_flat(conv, extractive, options.budget)
+        contexts["forest_query_x"] = forest_x.context_by_fact
+        contexts["forest_x"] = dict.fromkeys(every, forest_x.context_no_query)
+        contexts["flat_x"] = dict.fromkeys(every, flat_x.context)
+        cost.update(forest_x=forest_x.cost, flat_x=flat_x.cost)
     facts = score(conv, contexts)
     for outcome in facts:
         outcome.trace = forest.traces[outcome.id]
@@ -237,7 +260,7 @@ async def evaluate_conversation(
         messages=len(conv.messages),
         facts=facts,
         clustering=clustering(conv, forest.clusters),
-        cost={"forest": forest.cost, "flat": flat.cost, "truncation": truncation.cost},
+        cost=cost,
         topics=forest.topics,
         max_render_tokens=forest.max_render_tokens,
         fallback_renders=forest.fallback_renders,
@@ -301,13 +324,16 @@ async def evaluate(conversations: Sequence[Conversation], options: Options) -> E
     if options.model is None:
         os.environ.setdefault("OPENAI_API_KEY", STUB_API_KEY)  # litellm wants one; stub ignores
     async with StubLLM() as stub:
+        extractive: Summarizer | None = None
         if options.model:
             summarizer = LiteLLMSummarizer(options.model, api_base=options.api_base)
         else:
             summarizer = LiteLLMSummarizer(STUB_SUMMARY_MODEL, api_base=stub.base_url)
-        evaluation = Evaluation(options, summarizer.name)
+            extractive = LiteLLMSummarizer(STUB_EXTRACTIVE_MODEL, api_base=stub.base_url)
+        systems = SYSTEMS + (EXTRACTIVE_SYSTEMS if extractive else ())
+        evaluation = Evaluation(options, summarizer.name, systems=systems)
         for conv in conversations:
-            result = await evaluate_conversation(conv, summarizer, options)
+            result = await evaluate_conversation(conv, summarizer, options, extractive)
             if options.waiting:
                 real = summarizer if options.model else None
                 result.waiting = await measure_waiting(conv, options, real)
