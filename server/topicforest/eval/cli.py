@@ -56,6 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
         "idle round (default: the user pauses after each reply)",
     )
     parser.add_argument(
+        "--no-aider",
+        action="store_true",
+        help="skip aider's real ChatSummary baseline (run in .venv-aider, built by make eval)",
+    )
+    parser.add_argument(
         "--no-sweep",
         action="store_true",
         help="skip replaying Topic Forest and flat at other budgets (default with --model)",
@@ -89,9 +94,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         think=args.think,
         pause=not args.no_pause,
         sweep=() if args.no_sweep or args.model else Options.sweep,
+        aider=not args.no_aider,
     )
     out = args.out or Path("docs/benchmarks-real.md" if args.model else "docs/benchmarks.md")
     evaluation = run(conversations, options)
+    print(f"aider: {evaluation.aider_note}")
     command = "make eval" if argv is None and len(sys.argv) == 1 else _command(argv)
     files = write_report(evaluation, out, command)
     print(f"{'system':72} facts kept")

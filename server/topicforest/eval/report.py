@@ -24,6 +24,7 @@ COLORS = {
     "forest_query": "#2e7d32",
     "forest": "#81c784",
     "flat": "#1565c0",
+    "aider": "#ef6c00",
     "truncation": "#9e9e9e",
 }
 
@@ -34,6 +35,11 @@ class Target:
     wanted: str
     measured: str
     met: bool
+
+
+def primary(evaluation: Evaluation) -> list[str]:
+    """The systems scored with the primary summarizer, in report order."""
+    return [s for s in SYSTEMS if s in evaluation.systems]
 
 
 def pct(kept: int, total: int) -> str:
@@ -219,10 +225,10 @@ def _markdown(evaluation: Evaluation, command: str, figures: dict[str, Path]) ->
     add("")
     add("By position of the fact in its session (all conversations):")
     add("")
-    add("| position | " + " | ".join(LABELS[s] for s in SYSTEMS) + " |")
-    add("|---|" + "---|" * len(SYSTEMS))
+    add("| position | " + " | ".join(LABELS[s] for s in shown) + " |")
+    add("|---|" + "---|" * len(shown))
     for p in POSITIONS:
-        add(f"| {p} | " + " | ".join(pct(*evaluation.survival(s, p)) for s in SYSTEMS) + " |")
+        add(f"| {p} | " + " | ".join(pct(*evaluation.survival(s, p)) for s in shown) + " |")
     add("")
     alternatives = [c.alternative for c in convs if c.alternative]
     if alternatives:
@@ -269,17 +275,17 @@ def _markdown(evaluation: Evaluation, command: str, figures: dict[str, Path]) ->
     add("")
     add(
         "| conversation | fact | current | old values | "
-        + " | ".join(LABELS[s] for s in SYSTEMS)
+        + " | ".join(LABELS[s] for s in primary(evaluation))
         + " |"
     )
-    add("|---|---|---|---|" + "---|" * len(SYSTEMS))
+    add("|---|---|---|---|" + "---|" * len(primary(evaluation)))
     for c in convs:
         for f in c.facts:
             if not f.superseded:
                 continue
             cells = [
                 "kept" if f.kept[s] else ("**old only**" if f.only_old[s] else "lost")
-                for s in SYSTEMS
+                for s in primary(evaluation)
             ]
             current = ", ".join(f"`{m}`" for m in f.must_contain)
             old = ", ".join(f"`{v}`" for v in f.old_values) or "–"
@@ -344,7 +350,11 @@ def _markdown(evaluation: Evaluation, command: str, figures: dict[str, Path]) ->
     add("")
     add("| conversation | system | calls | input tokens | output tokens |")
     add("|---|---|---|---|---|")
-    cost_systems = [s for s in ("forest", "flat", "forest_x", "flat_x") if s in convs[0].cost]
+    cost_systems = [
+        s
+        for s in ("forest", "flat", "aider", "forest_x", "flat_x", "aider_x")
+        if s in convs[0].cost
+    ]
     for c in convs:
         for s in cost_systems:
             cost = c.cost[s]
@@ -542,7 +552,9 @@ def _plots(evaluation: Evaluation, stem: Path) -> dict[str, Path]:
     import matplotlib.pyplot as plt
 
     figures: dict[str, Path] = {}
-    width = 0.2
+    systems = primary(evaluation)
+    width = 0.8 / len(systems)
+    middle = (len(systems) - 1) / 2
 
     def save(fig: object, key: str) -> None:
         path = stem.parent / f"{stem.name}_{key}.png"
@@ -552,11 +564,11 @@ def _plots(evaluation: Evaluation, stem: Path) -> dict[str, Path]:
 
     groups = [*POSITIONS, "all"]
     fig, ax = plt.subplots(figsize=(8, 4))
-    for i, system in enumerate(SYSTEMS):
+    for i, system in enumerate(systems):
         values = [
             100 * rate(evaluation.survival(system, None if g == "all" else g)) for g in groups
         ]
-        xs = [g + (i - 1.5) * width for g in range(len(groups))]
+        xs = [g + (i - middle) * width for g in range(len(groups))]
         ax.bar(xs, values, width, label=LABELS[system], color=COLORS[system])
     ax.set_xticks(range(len(groups)), groups)
     ax.set_ylabel("facts kept (%)")
@@ -568,9 +580,9 @@ def _plots(evaluation: Evaluation, stem: Path) -> dict[str, Path]:
 
     convs = evaluation.conversations
     fig, ax = plt.subplots(figsize=(8, 4))
-    for i, system in enumerate(SYSTEMS):
+    for i, system in enumerate(systems):
         values = [100 * rate(c.survival(system)) for c in convs]
-        xs = [j + (i - 1.5) * width for j in range(len(convs))]
+        xs = [j + (i - middle) * width for j in range(len(convs))]
         ax.bar(xs, values, width, label=LABELS[system], color=COLORS[system])
     ax.set_xticks(range(len(convs)), [c.id for c in convs], fontsize=8)
     ax.set_ylabel("facts kept (%)")

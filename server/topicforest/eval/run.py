@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from topicforest.engine.llm import load_litellm
 from topicforest.engine.summarize.base import Summarizer
 from topicforest.engine.summarize.litellm_summarizer import LiteLLMSummarizer
+from topicforest.eval.aider_baseline import AiderJob, AiderUnavailable, check_aider, run_aider
 from topicforest.eval.dataset import Conversation
 from topicforest.eval.metrics import (
     adjusted_rand_index,
@@ -21,6 +22,7 @@ from topicforest.eval.metrics import (
     shows_only_old,
 )
 from topicforest.eval.systems import (
+    BaselineRun,
     Cost,
     FactTrace,
     TopicSpend,
@@ -31,19 +33,21 @@ from topicforest.eval.systems import (
 from topicforest.eval.waiting import ChatStub, WaitTrace, wait_flat, wait_topic_forest
 from topicforest.testing.stub_llm import STUB_API_KEY, StubLLM, ThreadedStubLLM
 
-# Systems scored with the primary summarizer (the stub's independent lead summary, or --model).
-SYSTEMS = ("forest_query", "forest", "flat", "truncation")
+# Systems scored with the primary summarizer (the stub's independent lead summary, or --model);
+# "aider" only when aider's venv can run (see topicforest.eval.aider_baseline).
+SYSTEMS = ("forest_query", "forest", "flat", "aider", "truncation")
 # The same systems again with the engine's own extractive scorer as the summarizer (stub only):
 # the second column, to show how much of a result comes from sharing the render's scorer.
-EXTRACTIVE_SYSTEMS = ("forest_query_x", "forest_x", "flat_x")
+EXTRACTIVE_SYSTEMS = ("forest_query_x", "forest_x", "flat_x", "aider_x")
 EXTRACTIVE_SUFFIX = " (engine's extractive summarizer)"
 LABELS = {
     "forest_query": "Topic Forest (question as query)",
     "forest": "Topic Forest (no query)",
-    "flat": "Flat recursive summary",
+    "flat": "Flat recursive summary (reimplementation)",
+    "aider": "aider ChatSummary (real)",
     "truncation": "Truncation",
 }
-LABELS.update({f"{s}_x": LABELS[s] + EXTRACTIVE_SUFFIX for s in ("forest_query", "forest", "flat")})
+LABELS.update({f"{s}_x": LABELS[s] + EXTRACTIVE_SUFFIX for s in SYSTEMS if s != "truncation"})
 # One loopback stub serves both summarizers; the model name picks the stub's mode.
 STUB_SUMMARY_MODEL = "openai/stub-summary"  # the stub's lead summary: independent of the engine
 STUB_EXTRACTIVE_MODEL = "openai/stub-extractive"  # the engine's own ExtractiveSummarizer
@@ -65,6 +69,7 @@ class Options:
     # Other history budgets to replay Topic Forest and flat at (no-query and question survival),
     # so a reader can see the gap is not peculiar to the main budget; () = none.
     sweep: tuple[int, ...] = (1024, 1536, 3072, 4096)
+    aider: bool = True  # run aider's real ChatSummary (stub only; needs .venv-aider)
 
 
 @dataclass
@@ -151,6 +156,7 @@ class Evaluation:
     summarizer: str
     conversations: list[ConversationResult] = field(default_factory=list)
     systems: tuple[str, ...] = SYSTEMS  # every system scored, in report order
+    aider_note: str = ""  # aider's version, or why its column is missing
 
     def facts(self) -> list[FactOutcome]:
         return [f for c in self.conversations for f in c.facts]
@@ -215,8 +221,10 @@ async def evaluate_conversation(
     summarizer: Summarizer,
     options: Options,
     extractive: Summarizer | None = None,
+    aider: dict[str, BaselineRun] | None = None,
 ) -> ConversationResult:
-    """Replay and score `conv`; `extractive`: also replay Topic Forest and flat with it."""
+    """Replay and score `conv`; `extractive`: also replay Topic Forest and flat with it;
+    `aider`: aider's runs already made ("aider", "aider_x" -> its final context and cost)."""
     forest = await run_topic_forest(
         conv, summarizer, options.budget, idle_after_reply=options.pause
     )
@@ -251,6 +259,9 @@ async def evaluate_conversation(
         contexts["forest_x"] = dict.fromkeys(every, forest_x.context_no_query)
         contexts["flat_x"] = dict.fromkeys(every, flat_x.context)
         cost.update(forest_x=forest_x.cost, flat_x=flat_x.cost)
+    for system, baseline in (aider or {}).items():
+        contexts[system] = dict.fromkeys(every, baseline.context)
+        cost[system] = baseline.cost
     facts = score(conv, contexts)
     for outcome in facts:
         outcome.trace = forest.traces[outcome.id]
@@ -330,15 +341,46 @@ async def evaluate(conversations: Sequence[Conversation], options: Options) -> E
         else:
             summarizer = LiteLLMSummarizer(STUB_SUMMARY_MODEL, api_base=stub.base_url)
             extractive = LiteLLMSummarizer(STUB_EXTRACTIVE_MODEL, api_base=stub.base_url)
-        systems = SYSTEMS + (EXTRACTIVE_SYSTEMS if extractive else ())
-        evaluation = Evaluation(options, summarizer.name, systems=systems)
-        for conv in conversations:
-            result = await evaluate_conversation(conv, summarizer, options, extractive)
+        aider, note = await aider_runs(conversations, options, stub.base_url)
+        present = {s for runs in aider for s in runs}
+        systems = tuple(
+            s
+            for s in SYSTEMS + (EXTRACTIVE_SYSTEMS if extractive else ())
+            if not s.startswith("aider") or s in present
+        )
+        evaluation = Evaluation(options, summarizer.name, systems=systems, aider_note=note)
+        for conv, aider_run in zip(conversations, aider, strict=True):
+            result = await evaluate_conversation(conv, summarizer, options, extractive, aider_run)
             if options.waiting:
                 real = summarizer if options.model else None
                 result.waiting = await measure_waiting(conv, options, real)
             evaluation.conversations.append(result)
     return evaluation
+
+
+async def aider_runs(
+    conversations: Sequence[Conversation], options: Options, base_url: str
+) -> tuple[list[dict[str, BaselineRun]], str]:
+    """aider's real ChatSummary on every conversation, with both stub summarizers, in one driver
+    process; ([{} per conversation], why) when it cannot run."""
+    nothing: list[dict[str, BaselineRun]] = [{} for _ in conversations]
+    if options.model:
+        return nothing, "aider's ChatSummary runs against the loopback stub only (not --model)"
+    if not options.aider:
+        return nothing, "aider's ChatSummary not run (--no-aider)"
+    try:
+        version = await check_aider()
+        models = {"aider": STUB_SUMMARY_MODEL, "aider_x": STUB_EXTRACTIVE_MODEL}
+        jobs = [
+            AiderJob(conv, model.split("/", 1)[1], options.budget)
+            for conv in conversations
+            for model in models.values()
+        ]
+        runs = iter(await run_aider(jobs, base_url, STUB_API_KEY))
+    except AiderUnavailable as exc:
+        return nothing, f"aider's ChatSummary column omitted: {exc}"
+    by_conv = [{system: next(runs) for system in models} for _ in conversations]
+    return by_conv, f"aider-chat {version}"
 
 
 def run(conversations: Sequence[Conversation], options: Options) -> Evaluation:
