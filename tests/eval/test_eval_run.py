@@ -81,7 +81,7 @@ def test_cli_writes_report_and_figures(
     args = ["--only", str(tiny_path), "--budget", "320", "--out", str(out), "--time-scale", "0.002"]
     assert cli.main(args) == 0
     text = out.read_text()
-    assert "## Targets (issue 6)" in text and "| **all** |" in text
+    assert "## Targets (issue 10)" in text and "| **all** |" in text and "| **worst** |" in text
     assert "python -m topicforest.eval --only" in text  # each figure names its command
     for key in ("survival", "conversations", "topics", "cost", "wait"):
         png = tmp_path / f"bench_{key}.png"

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from topicforest.eval.dataset import DatasetError, default_paths, load_conversation
-from topicforest.eval.report import pct, targets, write_report
-from topicforest.eval.run import LABELS, Options, run
+from topicforest.eval.report import summary_lines, write_report
+from topicforest.eval.run import Options, run
 
 SHARED = Path(os.environ.get("TOPICFOREST_EVAL_DIR", "../shared/eval"))
 
@@ -101,11 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"aider: {evaluation.aider_note}")
     command = "make eval" if argv is None and len(sys.argv) == 1 else _command(argv)
     files = write_report(evaluation, out, command)
-    print(f"{'system':72} facts kept")
-    for system in evaluation.systems:
-        print(f"{LABELS[system]:72} {pct(*evaluation.survival(system))}")
-    for target in targets(evaluation):
-        print(f"{'MET ' if target.met else 'NOT MET'} {target.name}: {target.measured}")
+    print("\n".join(summary_lines(evaluation)))
     print("wrote " + ", ".join(str(f) for f in files))
     return 0
 
