@@ -61,6 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="skip aider's real ChatSummary baseline (run in .venv-aider, built by make eval)",
     )
     parser.add_argument(
+        "--no-split",
+        action="store_true",
+        help="skip the split check (tune engine settings on half the conversations, report "
+        "the other half; never run with --model)",
+    )
+    parser.add_argument(
         "--no-sweep",
         action="store_true",
         help="skip replaying Topic Forest and flat at other budgets (default with --model)",
@@ -95,6 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         pause=not args.no_pause,
         sweep=() if args.no_sweep or args.model else Options.sweep,
         aider=not args.no_aider,
+        split=not args.no_split,
     )
     out = args.out or Path("docs/benchmarks-real.md" if args.model else "docs/benchmarks.md")
     evaluation = run(conversations, options)

@@ -17,6 +17,7 @@ from topicforest.eval.run import (
     ConversationResult,
     Evaluation,
 )
+from topicforest.eval.split import DEFAULT, HalfScore, SplitCheck
 from topicforest.eval.systems import Cost, FactTrace
 
 POSITIONS = ("early", "middle", "late")
@@ -230,7 +231,33 @@ def summary_lines(evaluation: Evaluation) -> list[str]:
     lines.append("")
     for target in targets(evaluation):
         lines.append(f"{target.verdict:12} {target.name}: {target.measured}")
+    lines += ["", *split_lines(evaluation.split)]
     return lines
+
+
+def split_lines(check: SplitCheck | None) -> list[str]:
+    """The split check as printed (and quoted in the report)."""
+    if check is None or check.held_default is None or check.held_tuned is None:
+        return ["split check: not run"]
+    lines = [
+        f"split check: tune on {', '.join(check.tune)}",
+        f"             report on {', '.join(check.held_out)}",
+        "tuning half (objective: worst-conversation survival with query, then pooled no query):",
+    ]
+    for score in check.grid:
+        mark = "  <- chosen" if score.settings == check.chosen else ""
+        lines.append(f"  {score.settings.text():36} {_half(score)}{mark}")
+    lines.append("held-out half:")
+    lines.append(f"  {'default ' + DEFAULT.text():44} {_half(check.held_default)}")
+    lines.append(f"  {'tuned   ' + check.chosen.text():44} {_half(check.held_tuned)}")
+    return lines
+
+
+def _half(score: HalfScore) -> str:
+    return (
+        f"query {pct(*score.query):13} worst {100 * score.worst_query:3.0f}% "
+        f"no query {pct(*score.plain):13} purity {score.purity:.2f} ARI {score.ari:.2f}"
+    )
 
 
 def write_report(evaluation: Evaluation, out: Path, command: str) -> list[Path]:
@@ -392,6 +419,7 @@ def _markdown(evaluation: Evaluation, command: str, figures: dict[str, Path]) ->
         )
         add("")
     _budget_table(evaluation, add)
+    _split_section(evaluation, add)
     add(_figure(figures, "survival", "Fact survival by position, all conversations.", command))
     add(_figure(figures, "conversations", "Fact survival per conversation.", command))
     add("")
@@ -643,6 +671,34 @@ def _survival_table(
         low = worst(evaluation, s)
         cells.append(f"{pct(*low.survival(s))} `{low.id}`")
     add("| **worst** | " + " | ".join(cells) + " |")
+    add("")
+
+
+def _split_section(evaluation: Evaluation, add: Callable[[str], None]) -> None:
+    check = evaluation.split
+    if check is None or check.held_default is None or check.held_tuned is None:
+        return
+    add("### Split check: tuned on one half, reported on the other")
+    add("")
+    add("Engine settings (`WindowConfig`) tuned on half of the conversations (sorted by id,")
+    add("alternating: " + ", ".join(f"`{i}`" for i in check.tune) + ") by picking, from a")
+    add("small grid, the best worst-conversation survival with the question as query, then the")
+    add("best pooled survival without a query; the other half (")
+    add(", ".join(f"`{i}`" for i in check.held_out) + ") is reported with the default and the")
+    add("tuned settings. A tuned setting that does much better on its own half than on the")
+    add("held-out one is fitted to those conversations. `--no-split` skips this.")
+    add("")
+    add("| half | settings | with query | worst with query | no query | purity | ARI |")
+    add("|---|---|---|---|---|---|---|")
+    rows = [("tuning", s) for s in check.grid]
+    rows += [("held out, default", check.held_default), ("held out, tuned", check.held_tuned)]
+    for half, score in rows:
+        chosen = " (chosen)" if half == "tuning" and score.settings == check.chosen else ""
+        add(
+            f"| {half} | {score.settings.text()}{chosen} | {pct(*score.query)} | "
+            f"{100 * score.worst_query:.0f}% `{score.worst_id}` | {pct(*score.plain)} | "
+            f"{score.purity:.2f} | {score.ari:.2f} |"
+        )
     add("")
 
 

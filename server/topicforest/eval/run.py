@@ -21,6 +21,7 @@ from topicforest.eval.metrics import (
     purity,
     shows_only_old,
 )
+from topicforest.eval.split import SplitCheck, split_check
 from topicforest.eval.systems import (
     BaselineRun,
     Cost,
@@ -70,6 +71,7 @@ class Options:
     # so a reader can see the gap is not peculiar to the main budget; () = none.
     sweep: tuple[int, ...] = (1024, 1536, 3072, 4096)
     aider: bool = True  # run aider's real ChatSummary (stub only; needs .venv-aider)
+    split: bool = True  # tune on half the conversations, report the other half (stub only)
 
 
 @dataclass
@@ -157,6 +159,7 @@ class Evaluation:
     conversations: list[ConversationResult] = field(default_factory=list)
     systems: tuple[str, ...] = SYSTEMS  # every system scored, in report order
     aider_note: str = ""  # aider's version, or why its column is missing
+    split: SplitCheck | None = None
 
     def facts(self) -> list[FactOutcome]:
         return [f for c in self.conversations for f in c.facts]
@@ -355,6 +358,10 @@ async def evaluate(conversations: Sequence[Conversation], options: Options) -> E
                 real = summarizer if options.model else None
                 result.waiting = await measure_waiting(conv, options, real)
             evaluation.conversations.append(result)
+        if options.split and not options.model:  # real calls cost money: stub only
+            evaluation.split = await split_check(
+                conversations, summarizer, options.budget, options.pause
+            )
     return evaluation
 
 
