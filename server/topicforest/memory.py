@@ -505,7 +505,7 @@ class WorkspaceMemory:
         if moved:
             roots = {self.window.forest.find(m.id) for m in moved}
             self._emit("graduated", sorted(roots))
-        reclustered = self.window.refine(RECLUSTER_SLICE_SECONDS)
+        reclustered = self.window.refine(RECLUSTER_SLICE_SECONDS, settle=settle)
         if reclustered:
             self._emit("reclustered", sorted(reclustered))
         await self.summarize_dirty(idle=idle, settle=settle)

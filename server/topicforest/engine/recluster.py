@@ -45,12 +45,13 @@ if TYPE_CHECKING:
     from topicforest.engine.window import ContextWindow
 
 WINDOW_UNITS = 400  # most recent exchanges that can still move (their terms stay in memory)
-STOP_RATIO = 1.2  # keep merging while groups are this much more alike than two random exchanges
+STOP_RATIO = 1.3  # keep merging while groups are this much more alike than two random exchanges
 MIN_TOPIC_EXCHANGES = 2  # fewer than this: a fragment, not a topic
 FRAGMENT_SHARE = 0.05  # and a group with less than this share of the exchanges
 STAY_BONUS = 0.05  # cosine an exchange's current topic is preferred by
 SWITCH_PENALTY = 0.3  # cosine a thread pays to change topic between consecutive exchanges
 KMEANS_ROUNDS = 6
+QUESTION_WEIGHT = 1.0  # an exchange's question against each of its replies
 RECLUSTER_GROWTH = 0.25  # re-cluster after this share of the window arrived anew (at least 4)
 MIN_NEW_UNITS = 4
 YIELD_EVERY = 64  # pieces of work between checks of the time budget
@@ -126,11 +127,14 @@ class Refiner:
         )
 
     # -- one slice -----------------------------------------------------------------------------
-    def step(self, window: ContextWindow, budget_seconds: float = 0.05) -> set[int]:
+    def step(
+        self, window: ContextWindow, budget_seconds: float = 0.05, *, settle: bool = False
+    ) -> set[int]:
         """Work on `window` for about `budget_seconds` at most; returns the topics changed.
+        `settle` (the user is away): any exchange not yet seen by a round is reason enough.
 
         The window is passed in, not kept: a store reload replaces its state."""
-        if not self.pending:
+        if not (self.pending or (settle and self._new_units)):
             return set()
         if self._job is None:
             self._new_units = 0
@@ -238,13 +242,14 @@ class Refiner:
 def unit_vector(message_terms: Sequence[Mapping[str, float]], idf: Mapping[str, float]) -> Vector:
     """Sum of each message's sublinear, normalized term weights (as raw counts for `dot`)."""
     total: Vector = {}
-    for counts in message_terms:
+    for position, counts in enumerate(message_terms):
         sub = {t: 1.0 + math.log(c) for t, c in counts.items() if c > 0 and t in idf}
         length = math.sqrt(norm_sq(sub, idf))
         if length <= 0:
             continue
+        scale = (QUESTION_WEIGHT if position == 0 else 1.0) / length
         for term, value in sub.items():
-            total[term] = total.get(term, 0.0) + value / length
+            total[term] = total.get(term, 0.0) + value * scale
     return total
 
 

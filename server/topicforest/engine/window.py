@@ -322,9 +322,10 @@ class ContextWindow:
     def refine_pending(self) -> bool:
         return self.refiner.pending
 
-    def refine(self, budget_seconds: float = 0.05) -> set[int]:
-        """One bounded slice of re-clustering (see `recluster`); returns the changed topics."""
-        return self.refiner.step(self, budget_seconds)
+    def refine(self, budget_seconds: float = 0.05, *, settle: bool = False) -> set[int]:
+        """One bounded slice of re-clustering (see `recluster`); returns the changed topics.
+        `settle`: the user is away, so even a few new exchanges are worth a round."""
+        return self.refiner.step(self, budget_seconds, settle=settle)
 
     def move_unit(self, unit: Unit, source: int, target: int) -> bool:
         """Move one exchange between live topics; never the exchange that names its topic."""

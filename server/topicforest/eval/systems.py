@@ -148,6 +148,7 @@ async def maintain(window: ContextWindow, summarizer: Summarizer, *, idle: bool 
 
 def settle(window: ContextWindow, max_slices: int = 200) -> None:
     """Re-cluster until nothing is left to do, as upkeep does while the user is away."""
+    window.refine(budget_seconds=math.inf, settle=True)
     for _ in range(max_slices):
         if not window.refine_pending:
             return

@@ -514,6 +514,6 @@ class StoredWindow(ContextWindow):
         with self.store.transaction():
             return super().apply_summary(job, result)
 
-    def refine(self, budget_seconds: float = 0.05) -> set[int]:
+    def refine(self, budget_seconds: float = 0.05, *, settle: bool = False) -> set[int]:
         with self.store.transaction():
-            return super().refine(budget_seconds)
+            return super().refine(budget_seconds, settle=settle)
