@@ -10,11 +10,13 @@ comments and runs of spaces are trimmed; a setting stated again later replaces t
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from topicforest.engine.embedding import extract
+from topicforest.engine.embedding import STOPWORDS, extract
 from topicforest.engine.messages import Message
 from topicforest.engine.passages import VALUE, split_passages
 from topicforest.engine.summarize.extractive import entities
@@ -37,6 +39,29 @@ class KeyLine:
     names: int  # how many distinct things it names
     terms: tuple[str, ...]
     setting: str | None  # the name it assigns, if it is a `name = value` line
+
+
+def phrases(text: str) -> set[str]:
+    """Two-word phrases of the prose of `text` ("rate limiting", "connection pool"): what a
+    person would call the subject, where identifiers name its parts."""
+    found: set[str] = set()
+    for passage in split_passages(text):
+        if passage.code:
+            continue
+        words = [w.strip(".,;:!?()\"'") for w in passage.text.split()]  # path parts are no words
+        for first, second in itertools.pairwise(words):
+            if _plain(first) and _plain(second):
+                found.add(f"{first.lower()} {second.lower()}")
+    return found
+
+
+def _plain(word: str) -> bool:
+    return (
+        len(word) >= 3
+        and word.isalpha()
+        and word.lower() not in STOPWORDS
+        and (word.islower() or word.istitle())
+    )
 
 
 def key_lines(message: Message) -> list[KeyLine]:
@@ -67,8 +92,13 @@ class KeyLineState:
     is `last` (a topic whose member list changed other than at its end starts again)."""
 
     lines: list[KeyLine] = field(default_factory=list)
+    phrases: Counter[str] = field(default_factory=Counter)  # two-word phrases, per message
     done: int = 0
     last: int | None = None
+
+    def add(self, message: Message) -> None:
+        self.lines += key_lines(message)
+        self.phrases.update(phrases(message.content))
 
     def continues(self, members: list[int]) -> bool:
         return self.done <= len(members) and (self.done == 0 or members[self.done - 1] == self.last)

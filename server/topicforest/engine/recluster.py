@@ -51,7 +51,6 @@ FRAGMENT_SHARE = 0.05  # and a group with less than this share of the exchanges
 STAY_BONUS = 0.05  # cosine an exchange's current topic is preferred by
 SWITCH_PENALTY = 0.3  # cosine a thread pays to change topic between consecutive exchanges
 KMEANS_ROUNDS = 6
-QUESTION_WEIGHT = 1.0  # an exchange's question against each of its replies
 RECLUSTER_GROWTH = 0.25  # re-cluster after this share of the window arrived anew (at least 4)
 MIN_NEW_UNITS = 4
 YIELD_EVERY = 64  # pieces of work between checks of the time budget
@@ -242,14 +241,13 @@ class Refiner:
 def unit_vector(message_terms: Sequence[Mapping[str, float]], idf: Mapping[str, float]) -> Vector:
     """Sum of each message's sublinear, normalized term weights (as raw counts for `dot`)."""
     total: Vector = {}
-    for position, counts in enumerate(message_terms):
+    for counts in message_terms:
         sub = {t: 1.0 + math.log(c) for t, c in counts.items() if c > 0 and t in idf}
         length = math.sqrt(norm_sq(sub, idf))
         if length <= 0:
             continue
-        scale = (QUESTION_WEIGHT if position == 0 else 1.0) / length
         for term, value in sub.items():
-            total[term] = total.get(term, 0.0) + value * scale
+            total[term] = total.get(term, 0.0) + value / length
     return total
 
 

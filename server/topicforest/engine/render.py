@@ -18,7 +18,7 @@ from topicforest.engine.embedding import extract, norm_sq
 from topicforest.engine.keylines import select as select_key_lines
 from topicforest.engine.messages import Message
 from topicforest.engine.passages import excerpt, stem
-from topicforest.engine.summarize.base import quote
+from topicforest.engine.summarize.base import quote, summary_body
 from topicforest.engine.summarize.extractive import Digest
 from topicforest.engine.tokens import TokenCounter
 
@@ -269,19 +269,20 @@ def _topic_block(
     # fit, then the messages no summary covers yet, most relevant first.
     room = (space if pinned else max(share, MIN_RAW_SHARE)) - count(header) - recall_cost
     summary = window.summaries.get(root)
+    summary_text = summary_body(summary.text) if summary else ""
     dirty = window.is_dirty(root)
     parts: list[str] = []
     ids: list[int] = []
     lines = window.key_lines(root) if not qvec else None
     pending = [m for m in window.uncovered(root) if m not in shown_elsewhere] if dirty else []
     verbatim = window.log.get_many(pending) if pending else []
-    base = count(quote(summary.text)) + 1 if summary else 0
+    base = count(quote(summary_text)) + 1 if summary else 0
     fits = dirty and base + sum(m.tokens + 4 for m in verbatim) <= room
     if lines and not fits and room >= MIN_SUMMARY_ROOM:
         # No question to answer: part of the room for the summary, the rest for the facts
         # most likely to be asked about again, in the topic's own words.
         shown_summary = (
-            fit_summary(window, root, summary.text, int(room * SUMMARY_SHARE)) if summary else ""
+            fit_summary(window, root, summary_text, int(room * SUMMARY_SHARE)) if summary else ""
         )
         if shown_summary:
             parts.append(quote(shown_summary))
@@ -290,15 +291,15 @@ def _topic_block(
         parts += [quote("- " + line.text) for line in chosen]
         ids = sorted({line.message_id for line in chosen})
     elif not dirty and summary:
-        parts.append(quote(fit_summary(window, root, summary.text, room)))
+        parts.append(quote(fit_summary(window, root, summary_text, room)))
     elif dirty:
         messages = verbatim
         if fits:
             ids = pending  # everything fits verbatim
-            parts += [quote(summary.text)] if summary else []
+            parts += [quote(summary_text)] if summary else []
             parts += [quote_message(m) for m in messages]
         elif room >= MIN_SUMMARY_ROOM:  # a live extractive digest of summary + new messages
-            digest = _digest(window, root, summary.text if summary else None, messages, title)
+            digest = _digest(window, root, summary_text or None, messages, title)
             parts.append(quote(digest.select(room - 2, RENDER_SENTENCE_SHARE)))
     body = "\n".join(parts)
     mode: Mode = ("summary+messages" if dirty else "summary") if summary else "messages"

@@ -20,7 +20,7 @@ from topicforest.engine.config import WindowConfig
 from topicforest.engine.embedding import Embedder, Features, norm_sq
 from topicforest.engine.errors import InvalidMessage, UnknownTopic
 from topicforest.engine.forest import Forest
-from topicforest.engine.keylines import KeyLine, KeyLineState, key_lines
+from topicforest.engine.keylines import KeyLine, KeyLineState
 from topicforest.engine.messages import (
     InMemoryMessageLog,
     Message,
@@ -33,7 +33,12 @@ from topicforest.engine.recall import RecallIndex
 from topicforest.engine.recluster import Refiner, Unit
 from topicforest.engine.render import RenderedContext, sanitize_line
 from topicforest.engine.render import render as render_context
-from topicforest.engine.summarize.base import SummaryRequest, SummaryResult
+from topicforest.engine.summarize.base import (
+    SummaryRequest,
+    SummaryResult,
+    model_title,
+    summary_body,
+)
 from topicforest.engine.summarize.extractive import Digest
 from topicforest.engine.tokens import TokenCounter, estimate_tokens
 
@@ -43,6 +48,7 @@ CONTINUITY_BONUS = 0.05
 SUMMARY_OVERSIZE = 3  # summaries keep more than a render share; render cuts them to fit
 MAX_JOB_TOKENS = 6000
 SUMMARY_MESSAGE_TOKENS = 400  # a message longer than this is condensed for the summarizer
+MIN_PHRASE_MESSAGES = 2  # a title phrase is said in at least this many messages
 KEY_LINE_CHUNK = 64  # messages read per step while collecting a topic's key lines
 MIN_SUMMARY_TOKENS = 40  # source tokens per summarize call; bigger backlogs take several rounds
 
@@ -120,7 +126,7 @@ class ContextWindow:
         self.expanded: set[int] = set()
         self.pending_terms: dict[int, Counter[str]] = {}  # members no summary covers yet
         self.fallback_summary: str | None = None
-        self._titles: dict[tuple[int, int, int], str] = {}
+        self._titles: dict[tuple[int, int, int, str, int], str] = {}
         # per topic: (version, summary, covered count) -> its members no summary covers yet
         self._uncovered: dict[int, tuple[int, Summary | None, int, list[int]]] = {}
         self.summary_digests: dict[tuple[int, ...], Digest] = {}  # render cuts summaries to fit
@@ -274,7 +280,7 @@ class ContextWindow:
         lost = self.summaries.pop(absorbed, None)
         kept = self.summaries.get(survivor)
         if lost and kept:  # the merged topic starts from both summaries; still dirty
-            kept.text = kept.text + "\n" + lost.text
+            kept.text = kept.text + "\n" + summary_body(lost.text)  # one title line, first
             kept.covered |= lost.covered
             kept.tokens += lost.tokens
         elif lost:
@@ -305,7 +311,7 @@ class ContextWindow:
                     return False
                 chunk = info.members[state.done : state.done + KEY_LINE_CHUNK]
                 for message in self.log.get_many(chunk):
-                    state.lines += key_lines(message)
+                    state.add(message)
                 state.done += len(chunk)
                 state.last = info.members[state.done - 1]
         for root in [r for r in self._key_lines if r not in live]:
@@ -390,7 +396,7 @@ class ContextWindow:
         return TopicView(
             id=root,
             title=self.title(root),
-            summary=summary.text if summary else None,
+            summary=summary_body(summary.text) if summary else None,
             pending=self.is_dirty(root),
             message_count=len(info.members),
             source_tokens=centroid.tokens,
@@ -409,9 +415,18 @@ class ContextWindow:
         return [self.topic(r) for r in self.forest.roots()]
 
     def title(self, root: int) -> str:
-        """A short label: the topic's most named files/symbols (files first: what a developer
-        recognises at a glance), else its most distinctive terms."""
-        key = (root, self.forest.version(root), self.embedder.epoch)  # a term's weight may pick it
+        """What a person would call the topic: the title the summary model gave it, else its
+        most distinctive two-word phrase with the file or name it is most about, else its most
+        named files and symbols (files first: what a developer recognises at a glance)."""
+        summary = self.summaries.get(root)
+        state = self._key_lines.get(root)
+        key = (  # anything a title is made of
+            root,
+            self.forest.version(root),
+            self.embedder.epoch,
+            summary.text[:80] if summary else "",
+            state.done if state else -1,
+        )
         cached = self._titles.get(key)
         if cached is None:
             cached = self._titles[key] = sanitize_line(self._make_title(root))
@@ -420,9 +435,18 @@ class ContextWindow:
         return cached
 
     def _make_title(self, root: int) -> str:
+        summary = self.summaries.get(root)
+        given = model_title(summary.text) if summary else None
+        if given:
+            return given
         centroid = self.index[root]
         named = [n for n, _ in (centroid.files + centroid.symbols).most_common(3)]
         names = sorted(named, key=lambda n: n not in centroid.files)  # stable: by count within
+        state = self._key_lines.get(root)
+        phrase = self._best_phrase(state.phrases, centroid.terms) if state else None
+        if phrase:
+            thing = names[0].rsplit("/", 1)[-1] if names else None
+            return f"{phrase.capitalize()} · {thing}" if thing else phrase.capitalize()
         if len(names) < 3:
             idf = self.embedder.idf
             top = heapq.nlargest(
@@ -432,6 +456,18 @@ class ContextWindow:
                 if len(names) < 3 and not any(term in n.lower() for n in names):
                     names.append(term)
         return ", ".join(names) or f"topic {root}"
+
+    def _best_phrase(self, phrases: Counter[str], terms: Counter[str]) -> str | None:
+        """The phrase whose words this topic uses most, weighted by how rare they are
+        elsewhere, among those said in more than one message."""
+        idf = self.embedder.idf
+        scored = [
+            (count * sum(terms.get(w, 0) * idf.get(w, 0.0) for w in phrase.split()), phrase)
+            for phrase, count in phrases.items()
+        ]
+        said_again = [item for item in scored if phrases[item[1]] >= MIN_PHRASE_MESSAGES]
+        scored = said_again or scored
+        return max(scored)[1] if scored else None
 
     def members(self, topic_id: int) -> list[Message]:
         return self.log.get_many(self.forest.members(self._root(topic_id)))
@@ -505,7 +541,7 @@ class ContextWindow:
                 size += message.tokens
             request = SummaryRequest(
                 messages=tuple(self._condensed(m) for m in batch),
-                previous_summary=summary.text if summary else None,
+                previous_summary=summary_body(summary.text) if summary else None,
                 # never longer than half of what it summarizes
                 target_tokens=min(
                     target_tokens or self.summary_target(),

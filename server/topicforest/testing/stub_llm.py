@@ -108,6 +108,9 @@ class StubConfig:
     kind_latency: dict[str, float] = field(default_factory=dict)
     kind_faults: dict[str, deque[Fault]] = field(default_factory=dict)
     summary_mode: SummaryMode = "lead"  # for model names without EXTRACTIVE_MODEL_MARK
+    # Topic Forest summaries open with a "Title: ..." line, as the prompt asks a real model to
+    # (off by default: the evaluation's summarizer stays the plain lead summary).
+    titles: bool = False
 
 
 class StubLLM:
@@ -347,7 +350,10 @@ class StubLLM:
         prompt = "\n".join(_text(m) for m in messages if m.get("role") == "user")
         if aider:
             return summarize_aider_transcript(prompt, mode)
-        return summarize_transcript(prompt, mode)
+        summary = summarize_transcript(prompt, mode)
+        if self.config.titles:
+            return f"Title: {stub_title(summary)}\n{summary}"
+        return summary
 
     def _chat(self, messages: list[dict[str, Any]]) -> str:
         if self.config.replies:
@@ -441,6 +447,11 @@ def split_sentences(text: str) -> list[str]:
     """A deliberately simple sentence splitter: . ! ? before whitespace, and line breaks."""
     parts = (p.strip() for p in _SENTENCE_BREAK.split(text))
     return [p for p in parts if p and not _FENCE.match(p)]
+
+
+def stub_title(summary: str) -> str:
+    """A deterministic title for tests: the summary's first four words."""
+    return " ".join(summary.split()[:4]).rstrip(".,:;") or "Untitled"
 
 
 def lead_summary(texts: Sequence[str], capacity: int) -> str:
