@@ -496,21 +496,25 @@ class WorkspaceMemory:
             log.debug("a chat request of %s has not left after %g s", self.key, SEND_GATE_SECONDS)
 
     async def maintain(self, *, idle: bool = False, settle: bool = False) -> None:
-        """Graduate overflow into the forest, then summarize topics that are due (`idle`: the
-        user paused, so topics with no summary yet get their first one; `settle`: long quiet,
-        every dirty topic)."""
-        if self.binding is not None and not self.binding.maintainer:
-            return  # another window holds the maintenance lease
-        moved = self.window.graduate()
-        if moved:
-            roots = {self.window.forest.find(m.id) for m in moved}
-            self._emit("graduated", sorted(roots))
-        reclustered = self.window.refine(RECLUSTER_SLICE_SECONDS, settle=settle)
-        if reclustered:
-            self._emit("reclustered", sorted(reclustered))
-        await self.summarize_dirty(idle=idle, settle=settle)
-        if not self.window.prepare_key_lines(RECLUSTER_SLICE_SECONDS) or self.window.refine_pending:
-            self.kick()  # the next slice after this round, with turns let in between
+        """Graduate overflow into the forest, re-cluster a slice, then summarize topics that are
+        due (`idle`: the user paused, so topics with no summary yet get their first one;
+        `settle`: long quiet, every dirty topic). Every window, maintainer or not, collects
+        the key lines and title phrases of its topics from the shared log."""
+        if self.binding is None or self.binding.maintainer:
+            moved = self.window.graduate()
+            if moved:
+                roots = {self.window.forest.find(m.id) for m in moved}
+                self._emit("graduated", sorted(roots))
+            reclustered = self.window.refine(RECLUSTER_SLICE_SECONDS, settle=settle)
+            if reclustered:
+                self._emit("reclustered", sorted(reclustered))
+            await self.summarize_dirty(idle=idle, settle=settle)
+            if self.window.refine_pending:
+                self.kick()  # the next slice after this round, with turns let in between
+        if not self.window.prepare_key_lines(RECLUSTER_SLICE_SECONDS):
+            self.kick()
+        elif self.window.titles_changed():
+            self._emit("retitled", None)
 
     async def summarize_dirty(self, *, idle: bool = False, settle: bool = False) -> int:
         jobs = self.window.summary_jobs(idle=idle, force=settle)

@@ -43,7 +43,7 @@ from topicforest.engine.summarize.extractive import Digest
 from topicforest.engine.tokens import TokenCounter, estimate_tokens
 
 LOW_INFORMATION_TERMS = 8  # fewer distinct terms than this: an exchange follows the one before
-CHATTER_TOKENS = 80  # an exchange this short ("thanks, that worked" + reply) does too
+CHATTER_TOKENS = 40  # an exchange shorter than this does too
 CONTINUITY_BONUS = 0.05
 SUMMARY_OVERSIZE = 3  # summaries keep more than a render share; render cuts them to fit
 MAX_JOB_TOKENS = 6000
@@ -134,6 +134,7 @@ class ContextWindow:
         self.wants_fallback = False  # set by render when topics cannot fit; see resolver
         self.refiner = Refiner()  # background re-clustering of recent exchanges
         self._key_lines: dict[int, KeyLineState] = {}  # per topic, collected so far
+        self._key_lines_grew = False
 
     # -- messages --------------------------------------------------------------------------
     def append(
@@ -313,10 +314,16 @@ class ContextWindow:
                 for message in self.log.get_many(chunk):
                     state.add(message)
                 state.done += len(chunk)
+                self._key_lines_grew = True
                 state.last = info.members[state.done - 1]
         for root in [r for r in self._key_lines if r not in live]:
             del self._key_lines[root]
         return done
+
+    def titles_changed(self) -> bool:
+        """Whether key lines (and so offline titles) were collected since the last call."""
+        grew, self._key_lines_grew = self._key_lines_grew, False
+        return grew
 
     def key_lines(self, root: int) -> list[KeyLine] | None:
         """The topic's key lines as last collected (None: not collected yet)."""
@@ -634,8 +641,9 @@ class ContextWindow:
 
 
 def is_chatter(terms: Counter[str], tokens: int) -> bool:
-    """An exchange that says too little to have a topic of its own: it stays with the one it
-    answers instead of starting a topic that crowds out real ones."""
+    """An exchange that says too little to have a topic of its own ("thanks, that worked" and
+    its reply): it stays with the one it answers instead of starting a topic that crowds out
+    real ones."""
     return len(terms) < LOW_INFORMATION_TERMS or tokens < CHATTER_TOKENS
 
 
