@@ -27,6 +27,8 @@ ASSISTANT_WEIGHT = 2.0
 RECENCY_WEIGHT = 1.0  # the newest line is worth this much more than the oldest
 _COMMENT = re.compile(r"\s+(?://|#)\s.*$")
 _SPACES = re.compile(r"\s{2,}")
+_LITERAL = re.compile(r"\d|\"[^\"]+\"|'[^']+'|`[^`]+`|(?<![\w-])--?[a-z][\w-]+|\w/\w")
+MIN_LETTERS = 4
 _SETTING = re.compile(r"^\s*([\w.\-\[\]\"']+)\s*[:=]")
 
 
@@ -64,12 +66,22 @@ def _plain(word: str) -> bool:
     )
 
 
+def states_a_value(text: str) -> bool:
+    """A line that sets or names something concrete: a number, a quoted string, a flag or a
+    path, in a line with words around it (not `if err != nil {` or a bare `1.`)."""
+    return (
+        VALUE.search(text) is not None
+        and _LITERAL.search(text) is not None
+        and sum(c.isalpha() for c in text) >= MIN_LETTERS
+    )
+
+
 def key_lines(message: Message) -> list[KeyLine]:
     """The lines of one message that state a value, trimmed."""
     out: list[KeyLine] = []
     for position, passage in enumerate(split_passages(message.content)):
         text = _SPACES.sub(" ", _COMMENT.sub("", passage.text)).strip()
-        if not text or len(text) > MAX_LINE_CHARS or not VALUE.search(text):
+        if not text or len(text) > MAX_LINE_CHARS or not states_a_value(text):
             continue
         setting = _SETTING.match(text)
         out.append(
