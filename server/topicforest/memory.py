@@ -451,6 +451,9 @@ class WorkspaceMemory:
             log.error("%s", self.store_error)
             return
         self.window = self.binding.window
+        # A first slice of key lines now, so a small memory renders the same before upkeep
+        # starts as after (a big one gets the rest in upkeep).
+        self.window.prepare_key_lines(RECLUSTER_SLICE_SECONDS)
         log.info("memory of %s stored in %s", self.key, self.binding.store.path)
 
     def refresh(self) -> None:
@@ -499,7 +502,7 @@ class WorkspaceMemory:
         """Graduate overflow into the forest, re-cluster a slice, then summarize topics that are
         due (`idle`: the user paused, so topics with no summary yet get their first one;
         `settle`: long quiet, every dirty topic). Every window, maintainer or not, collects
-        the key lines and title phrases of its topics from the shared log."""
+        the key lines of its topics from the shared log for its own renders."""
         if self.binding is None or self.binding.maintainer:
             moved = self.window.graduate()
             if moved:
@@ -513,8 +516,6 @@ class WorkspaceMemory:
                 self.kick()  # the next slice after this round, with turns let in between
         if not self.window.prepare_key_lines(RECLUSTER_SLICE_SECONDS):
             self.kick()
-        elif self.window.titles_changed():
-            self._emit("retitled", None)
 
     async def summarize_dirty(self, *, idle: bool = False, settle: bool = False) -> int:
         jobs = self.window.summary_jobs(idle=idle, force=settle)

@@ -13,6 +13,7 @@ import pytest
 from topicforest.engine import ContextWindow, WindowConfig
 from topicforest.engine.resolver import resolve_all
 from topicforest.engine.summarize.base import model_title, summary_body
+from topicforest.engine.summarize.extractive import ExtractiveSummarizer
 from topicforest.engine.summarize.litellm_summarizer import LiteLLMSummarizer
 from topicforest.testing.stub_llm import STUB_API_KEY, StubLLM, stub_title
 
@@ -60,10 +61,12 @@ async def test_the_summary_model_titles_the_topic_in_the_same_call(stub_env: Non
         assert "Title:" not in rendered
 
 
-def test_offline_titles_are_phrases_of_the_topic_not_identifier_lists() -> None:
+async def test_offline_titles_are_phrases_of_the_topic_not_identifier_lists() -> None:
     window = ContextWindow(WindowConfig(history_budget=2048))
     replay_sample(window)
+    await resolve_all(window, ExtractiveSummarizer())  # the offline summarizer writes no title
     for view in window.topics():
+        assert window.summaries[view.id].text.startswith("Title: ")  # stored with the summary
         phrase, _, name = view.title.partition(" · ")
         assert len(phrase.split()) == 2 and name, view.title
         words = [

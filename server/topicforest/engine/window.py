@@ -21,6 +21,7 @@ from topicforest.engine.embedding import Embedder, Features, norm_sq
 from topicforest.engine.errors import InvalidMessage, UnknownTopic
 from topicforest.engine.forest import Forest
 from topicforest.engine.keylines import KeyLine, KeyLineState
+from topicforest.engine.keylines import phrases as message_phrases
 from topicforest.engine.messages import (
     InMemoryMessageLog,
     Message,
@@ -34,6 +35,7 @@ from topicforest.engine.recluster import Refiner, Unit
 from topicforest.engine.render import RenderedContext, sanitize_line
 from topicforest.engine.render import render as render_context
 from topicforest.engine.summarize.base import (
+    TITLE_PREFIX,
     SummaryRequest,
     SummaryResult,
     model_title,
@@ -126,7 +128,7 @@ class ContextWindow:
         self.expanded: set[int] = set()
         self.pending_terms: dict[int, Counter[str]] = {}  # members no summary covers yet
         self.fallback_summary: str | None = None
-        self._titles: dict[tuple[int, int, int, str, int], str] = {}
+        self._titles: dict[tuple[int, int, int, str], str] = {}
         # per topic: (version, summary, covered count) -> its members no summary covers yet
         self._uncovered: dict[int, tuple[int, Summary | None, int, list[int]]] = {}
         self.summary_digests: dict[tuple[int, ...], Digest] = {}  # render cuts summaries to fit
@@ -134,7 +136,6 @@ class ContextWindow:
         self.wants_fallback = False  # set by render when topics cannot fit; see resolver
         self.refiner = Refiner()  # background re-clustering of recent exchanges
         self._key_lines: dict[int, KeyLineState] = {}  # per topic, collected so far
-        self._key_lines_grew = False
 
     # -- messages --------------------------------------------------------------------------
     def append(
@@ -314,16 +315,10 @@ class ContextWindow:
                 for message in self.log.get_many(chunk):
                     state.add(message)
                 state.done += len(chunk)
-                self._key_lines_grew = True
                 state.last = info.members[state.done - 1]
         for root in [r for r in self._key_lines if r not in live]:
             del self._key_lines[root]
         return done
-
-    def titles_changed(self) -> bool:
-        """Whether key lines (and so offline titles) were collected since the last call."""
-        grew, self._key_lines_grew = self._key_lines_grew, False
-        return grew
 
     def key_lines(self, root: int) -> list[KeyLine] | None:
         """The topic's key lines as last collected (None: not collected yet)."""
@@ -422,38 +417,46 @@ class ContextWindow:
         return [self.topic(r) for r in self.forest.roots()]
 
     def title(self, root: int) -> str:
-        """What a person would call the topic: the title the summary model gave it, else its
-        most distinctive two-word phrase with the file or name it is most about, else its most
-        named files and symbols (files first: what a developer recognises at a glance)."""
+        """What a person would call the topic: the title stored with its summary (the summary
+        model's, else the offline one made when the summary was applied), else, before its
+        first summary, its most named files and symbols (files first: what a developer
+        recognises at a glance). Only stored state decides, so every window shows the same."""
         summary = self.summaries.get(root)
-        state = self._key_lines.get(root)
-        key = (  # anything a title is made of
+        key = (
             root,
             self.forest.version(root),
             self.embedder.epoch,
-            summary.text[:80] if summary else "",
-            state.done if state else -1,
+            summary.text if summary else "",
         )
         cached = self._titles.get(key)
         if cached is None:
-            cached = self._titles[key] = sanitize_line(self._make_title(root))
+            given = model_title(summary.text) if summary else None
+            cached = self._titles[key] = sanitize_line(given or self._names_title(root))
             if len(self._titles) > 4 * self.config.max_topics + 64:
                 self._titles = {key: cached}
         return cached
 
-    def _make_title(self, root: int) -> str:
-        summary = self.summaries.get(root)
-        given = model_title(summary.text) if summary else None
-        if given:
-            return given
+    def _offline_title(self, job: SummaryJob) -> str:
+        """The phrase of the topic's prose whose words it uses most, with the file or name it
+        is most about ("Rate limit · ratelimit.py"); its named things if it has no prose."""
+        centroid = self.index[job.topic_id]
+        phrases: Counter[str] = Counter()
+        state = self._key_lines.get(job.topic_id)
+        if state is not None:
+            phrases.update(state.phrases)
+        for message in job.request.messages:
+            phrases.update(message_phrases(message.content))
+        phrase = self._best_phrase(phrases, centroid.terms)
+        if not phrase:
+            return self._names_title(job.topic_id)
+        named = [n for n, _ in (centroid.files + centroid.symbols).most_common(1)]
+        thing = named[0].rsplit("/", 1)[-1] if named else None
+        return f"{phrase.capitalize()} · {thing}" if thing else phrase.capitalize()
+
+    def _names_title(self, root: int) -> str:
         centroid = self.index[root]
         named = [n for n, _ in (centroid.files + centroid.symbols).most_common(3)]
         names = sorted(named, key=lambda n: n not in centroid.files)  # stable: by count within
-        state = self._key_lines.get(root)
-        phrase = self._best_phrase(state.phrases, centroid.terms) if state else None
-        if phrase:
-            thing = names[0].rsplit("/", 1)[-1] if names else None
-            return f"{phrase.capitalize()} · {thing}" if thing else phrase.capitalize()
         if len(names) < 3:
             idf = self.embedder.idf
             top = heapq.nlargest(
@@ -608,11 +611,14 @@ class ContextWindow:
         covered = (previous.covered if previous else set()) | set(job.message_ids)
         members = self.forest.members(job.topic_id)
         complete = covered.issuperset(members)
+        text = result.text
+        if not model_title(text):  # the offline title, stored with the summary: every window
+            text = f"{TITLE_PREFIX} {self._offline_title(job)}\n{text}"  # shows the same one
         self.summaries[job.topic_id] = Summary(
-            text=result.text,
+            text=text,
             version=job.version if complete else -1,  # a partial batch keeps the topic dirty
             covered=covered,
-            tokens=self.count(result.text),
+            tokens=self.count(summary_body(text)),
             model=result.model,
         )
         for message_id in job.message_ids:
