@@ -449,7 +449,7 @@ class ContextWindow:
         phrase = self._best_phrase(phrases, centroid.terms)
         if not phrase:
             return self._names_title(job.topic_id)
-        named = [n for n, _ in (centroid.files + centroid.symbols).most_common(1)]
+        named = [n for n, _ in (centroid.files or centroid.symbols).most_common(1)]  # files first
         thing = named[0].rsplit("/", 1)[-1] if named else None
         return f"{phrase.capitalize()} · {thing}" if thing else phrase.capitalize()
 
