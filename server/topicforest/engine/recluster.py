@@ -8,19 +8,21 @@ from scratch; older members of each topic take part as one fixed item per topic:
 
 1. **vectors**: each message's terms, sublinear and normalized, summed per exchange, so a pasted
    log or a 300-line file does not outvote the question it came with;
-2. **average-linkage agglomeration**: merge the two most alike groups while they are more alike
-   than `STOP_RATIO` × the mean similarity of any two exchanges of this conversation (a relative
-   rule: projects differ in how much vocabulary their subjects share); the topic cap is a
-   ceiling; groups of fewer than `MIN_TOPIC_EXCHANGES` exchanges are fragments and join their
-   nearest group;
+2. **average-linkage agglomeration**: merge the two most alike groups unless both are
+   established (`MIN_COHESIVE` exchanges) and less alike than `COHESION_RATIO` × how alike each
+   is within itself (a local rule: projects differ in how much vocabulary their subjects share,
+   and a window may span subjects of very different kinds); groups with fewer than
+   `FRAGMENT_SHARE` of the exchanges are fragments and join their nearest group; the topic cap
+   is a ceiling;
 3. **segmental k-means**: exchanges are reassigned to the nearest group, a thread's consecutive
    exchanges preferring to stay together (a Viterbi path with a switch penalty): people talk
    about one thing for a while, and a reply that quotes other code should not leave its subject;
 4. **reconcile** with the forest, keeping ids stable: each group becomes the topic it overlaps
    most; a group with no such topic is split off the topic it overlaps most (new id: its oldest
-   message's); a topic whose old members joined another group is merged into it (the larger
-   keeps its id). Flags follow the messages: a split keeps the topic's pinned/expanded state on
-   both parts, a merge is pinned or expanded if either part was and dropped only if both were.
+   message's); a topic left with only its naming exchange follows it into its group's topic
+   (the larger keeps its id). Flags follow the messages: a split keeps the topic's
+   pinned/expanded state on both parts, a merge is pinned or expanded if either part was and
+   dropped only if both were.
    Dropped topics are never touched; chatter ("thanks, that worked") follows the exchange it
    answers; the exchange whose first message names a topic stays unless its whole topic goes.
 
@@ -45,9 +47,10 @@ if TYPE_CHECKING:
     from topicforest.engine.window import ContextWindow
 
 WINDOW_UNITS = 400  # most recent exchanges that can still move (their terms stay in memory)
-STOP_RATIO = 1.3  # keep merging while groups are this much more alike than two random exchanges
+COHESION_RATIO = 0.7  # groups less alike than this share of their own cohesion stay apart
+MIN_COHESIVE = 3  # exchanges a group needs before its cohesion is trusted
 MIN_TOPIC_EXCHANGES = 2  # fewer than this: a fragment, not a topic
-FRAGMENT_SHARE = 0.05  # and a group with less than this share of the exchanges
+FRAGMENT_SHARE = 0.07  # and a group with less than this share of the exchanges
 STAY_BONUS = 0.05  # cosine an exchange's current topic is preferred by
 WEAK_TOKENS = 80  # an exchange shorter than this joins groups but does not start one
 SWITCH_PENALTY = 0.3  # cosine a thread pays to change topic between consecutive exchanges
@@ -81,11 +84,9 @@ class Unit:
 
 @dataclass
 class Plan:
-    """What a re-clustering decided: a group per unit (by first message id) and per topic's
-    older members (topics not in `frozen_group` had none)."""
+    """What a re-clustering decided: a group per unit (by first message id)."""
 
     groups: dict[int, int]  # unit key -> group
-    frozen_group: dict[int, int]  # topic id -> group of its members outside the window
     topic_of: dict[int, int]  # unit key -> its topic when the plan was made
 
 
@@ -175,7 +176,7 @@ class Refiner:
                     units.append(unit)
                     topic_of[key] = root
         if len(units) < MIN_NEW_UNITS:
-            yield Plan({}, {}, topic_of)
+            yield Plan({}, topic_of)
             return
         vectors: dict[int, Vector] = {}
         for n, unit in enumerate(units):
@@ -183,56 +184,32 @@ class Refiner:
                 vectors[unit.ids[0]] = unit_vector(unit.message_terms, idf)
             if n % YIELD_EVERY == 0:
                 yield None
-        # Each topic's members outside the window take part as one fixed item.
-        inside: dict[int, Counter[str]] = {}
-        counted: Counter[int] = Counter()
-        for unit in units:
-            inside.setdefault(topic_of[unit.ids[0]], Counter()).update(unit.terms)
-            counted[topic_of[unit.ids[0]]] += len(unit.ids)
-        frozen: dict[int, Vector] = {}  # keyed by -topic id - 1 (never a message id)
-        weight: dict[int, float] = {}
-        for root in forest.live_roots():
-            outside = forest.size(root) - counted[root]
-            if outside <= 0:
-                continue
-            rest = Counter(window.index[root].terms)
-            rest.subtract(inside.get(root, Counter()))
-            vector = unit_vector([+rest], idf)
-            if vector:
-                frozen[-root - 1] = vector
-                weight[-root - 1] = max(1.0, outside / 2)  # about its number of exchanges
         # Short exchanges do not seed groups (they would make fragments) but are placed below.
         weak = {u.ids[0] for u in units if sum(u.tokens) < WEAK_TOKENS}
-        items = [*(k for k in vectors if k not in weak), *frozen]
+        items = [k for k in vectors if k not in weak]
         if len(items) < 2:
-            yield Plan({}, {}, topic_of)
+            yield Plan({}, topic_of)
             return
-        every = {**vectors, **frozen}
-        norms = {key: math.sqrt(norm_sq(v, idf)) for key, v in every.items()}
+        norms = {key: math.sqrt(norm_sq(v, idf)) for key, v in vectors.items()}
         similarity: dict[tuple[int, int], float] = {}
         work = 0
         for i, a in enumerate(items):
             for b in items[i + 1 :]:
                 both = (a, b)
-                cached = self._similarities.get(both) if a >= 0 and b >= 0 else None
+                cached = self._similarities.get(both)
                 if cached is None:
                     denominator = norms[a] * norms[b]
-                    cached = dot(every[a], every[b], idf) / denominator if denominator else 0.0
-                    if a >= 0 and b >= 0:
-                        self._similarities[both] = cached
+                    cached = dot(vectors[a], vectors[b], idf) / denominator if denominator else 0.0
+                    self._similarities[both] = cached
                 similarity[both] = cached
                 work += 1
                 if work % (YIELD_EVERY * 16) == 0:
                     yield None
-        groups = yield from _agglomerate(items, similarity, weight, window.config.max_topics)
+        groups = yield from _agglomerate(items, similarity, window.config.max_topics)
         assignment = {item: g for g, members in groups.items() for item in members}
-        home = _provisional_home(assignment, topic_of, frozen)
-        yield from _segmental_kmeans(units, vectors, frozen, weight, assignment, idf, home)
-        plan = Plan(
-            groups={},
-            frozen_group={-item - 1: assignment[item] for item in frozen},
-            topic_of=topic_of,
-        )
+        home = _provisional_home(assignment, topic_of)
+        yield from _segmental_kmeans(units, vectors, assignment, idf, home)
+        plan = Plan(groups={}, topic_of=topic_of)
         previous: dict[str, int] = {}  # thread -> group of its last exchange
         for unit in units:
             key = unit.ids[0]
@@ -260,20 +237,19 @@ def unit_vector(message_terms: Sequence[Mapping[str, float]], idf: Mapping[str, 
 
 
 def _agglomerate(
-    items: list[int],
-    similarity: dict[tuple[int, int], float],
-    weight: Mapping[int, float],
-    max_groups: int,
+    items: list[int], similarity: dict[tuple[int, int], float], max_groups: int
 ) -> Generator[None, None, dict[int, list[int]]]:
-    """Average-linkage clustering with the relative stop rule; returns groups by their first
-    item (a generator: `yield from` gives the result)."""
+    """Average-linkage clustering that keeps two groups apart when they are less alike than
+    `COHESION_RATIO` × how alike each is within itself (a local rule: it does not depend on how
+    many other subjects, or projects, the window holds); fragments then join their nearest
+    group, and the topic cap is a ceiling. Returns groups by their first item (a generator:
+    `yield from` gives the result)."""
 
     def pair(a: int, b: int) -> float:
         return similarity[(a, b)] if (a, b) in similarity else similarity[(b, a)]
 
-    mean = sum(similarity.values()) / max(1, len(similarity))
-    size = {item: weight.get(item, 1.0) for item in items}
     members = {item: [item] for item in items}
+    internal = dict.fromkeys(items, 0.0)  # sum of the similarities of a group's pairs
     linkage: dict[tuple[int, int], float] = {}
     version = dict.fromkeys(items, 0)  # bumps when a group grows: older heap entries are stale
     heap: list[tuple[float, int, int, int, int]] = []
@@ -282,48 +258,55 @@ def _agglomerate(
             s = pair(a, b)
             linkage[(a, b)] = s
             heap.append((-s, a, b, 0, 0))
+        if i % YIELD_EVERY == 0:
+            yield None
     heapq.heapify(heap)
 
     def link(a: int, b: int) -> float:
         return linkage[(a, b)] if (a, b) in linkage else linkage[(b, a)]
 
-    smallest = max(MIN_TOPIC_EXCHANGES, FRAGMENT_SHARE * sum(size.values()))
+    def cohesion(group: int) -> float | None:
+        n = len(members[group])
+        return internal[group] / (n * (n - 1) / 2) if n >= MIN_COHESIVE else None
 
-    def fragment(group: int) -> bool:
-        return size[group] < smallest
-
-    work = 0
-    while len(members) > 1:
-        while heap and not _current(heap[0], members, version):
-            heapq.heappop(heap)
-        if not heap:
-            break
-        best, a, b, _, _ = heap[0]
-        if -best < STOP_RATIO * mean and len(members) <= max_groups:
-            small = [g for g in members if fragment(g)]
-            if not small:
-                break
-            a = min(small, key=lambda g: size[g])
-            b = max((g for g in members if g != a), key=lambda g: link(a, g))
-        else:
-            heapq.heappop(heap)
-        # merge b into a
+    def merge(a: int, b: int) -> None:
         for other in members:
-            if other in (a, b):
-                continue
-            merged = (size[a] * link(a, other) + size[b] * link(b, other)) / (size[a] + size[b])
-            linkage[(a, other)] = merged
-            linkage.pop((other, a), None)
+            if other not in (a, b):
+                na, nb = len(members[a]), len(members[b])
+                linkage[(a, other)] = (na * link(a, other) + nb * link(b, other)) / (na + nb)
+                linkage.pop((other, a), None)
+        internal[a] += internal.pop(b) + len(members[a]) * len(members[b]) * link(a, b)
         members[a] += members.pop(b)
-        size[a] += size.pop(b)
         version[a] += 1
         for other in members:
             if other != a:
                 heapq.heappush(heap, (-link(a, other), a, other, version[a], version[other]))
+
+    work = 0
+    while heap:
+        best, a, b, va, vb = heapq.heappop(heap)
+        if not _current((best, a, b, va, vb), members, version):
+            continue
+        ca, cb = cohesion(a), cohesion(b)
+        if ca is not None and cb is not None and -best < COHESION_RATIO * min(ca, cb):
+            continue  # two subjects: each is more alike within itself than to the other
+        merge(a, b)
         work += len(members)
         if work > YIELD_EVERY * 16:
             work = 0
             yield None
+    smallest = max(MIN_TOPIC_EXCHANGES, FRAGMENT_SHARE * len(items))
+    while len(members) > 1:
+        small = [g for g in members if len(members[g]) < smallest]
+        if not small and len(members) <= max_groups:
+            break
+        if small:  # a fragment joins the group it is most like
+            a = min(small, key=lambda g: len(members[g]))
+            b = max((g for g in members if g != a), key=lambda g: link(a, g))
+        else:  # over the ceiling: the two most alike groups merge
+            a, b = max(((x, y) for x in members for y in members if x < y), key=lambda p: link(*p))
+        merge(b, a) if len(members[b]) >= len(members[a]) else merge(a, b)
+        yield None
     return {group: list(ms) for group, ms in members.items()}
 
 
@@ -336,16 +319,14 @@ def _current(
     return a in members and b in members and version[a] == va and version[b] == vb
 
 
-def _provisional_home(
-    assignment: Mapping[int, int], topic_of: Mapping[int, int], frozen: Mapping[int, Vector]
-) -> dict[int, int]:
+def _provisional_home(assignment: Mapping[int, int], topic_of: Mapping[int, int]) -> dict[int, int]:
     """Per unit, the group that stands for its current topic (the group holding most of that
     topic's exchanges), so staying there can be preferred."""
     votes: dict[int, Counter[int]] = {}
     for item, group in assignment.items():
-        topic = topic_of.get(item) if item >= 0 else -item - 1
+        topic = topic_of.get(item)
         if topic is not None:
-            votes.setdefault(topic, Counter())[group] += 1 if item >= 0 or item not in frozen else 3
+            votes.setdefault(topic, Counter())[group] += 1
     topic_group = {topic: c.most_common(1)[0][0] for topic, c in votes.items()}
     return {item: topic_group[topic_of[item]] for item in topic_of if topic_of[item] in topic_group}
 
@@ -353,16 +334,13 @@ def _provisional_home(
 def _segmental_kmeans(
     units: list[Unit],
     vectors: Mapping[int, Vector],
-    frozen: Mapping[int, Vector],
-    weight: Mapping[int, float],
     assignment: dict[int, int],
     idf: Mapping[str, float],
     home: Mapping[int, int],
 ) -> Iterator[None]:
     """Reassign exchanges to the nearest group, per thread along a Viterbi path that pays
     `SWITCH_PENALTY` for each change of group, and `STAY_BONUS` more for the group standing
-    for an exchange's current topic (the tree should not jump for a marginal gain); frozen
-    items stay where they are."""
+    for an exchange's current topic (the tree should not jump for a marginal gain)."""
     by_thread: dict[str, list[int]] = {}
     for unit in units:
         if unit.ids[0] in vectors:
@@ -370,8 +348,8 @@ def _segmental_kmeans(
     for _ in range(KMEANS_ROUNDS):
         centers: dict[int, Vector] = {}
         for item, group in assignment.items():
-            vector = vectors.get(item) or frozen[item]
-            scale = weight.get(item, 1.0) / math.sqrt(norm_sq(vector, idf) or 1.0)
+            vector = vectors[item]
+            scale = 1.0 / math.sqrt(norm_sq(vector, idf) or 1.0)
             center = centers.setdefault(group, {})
             for term, value in vector.items():
                 center[term] = center.get(term, 0.0) + value * scale
@@ -448,12 +426,6 @@ def apply_plan(window: ContextWindow, units: Mapping[int, Unit], plan: Plan) -> 
         unit = units.get(key)
         if root is not None and unit is not None:
             overlap.setdefault(group, Counter())[root] += len(unit.ids)
-    for root, group in plan.frozen_group.items():
-        if forest.is_root(root) and not forest.root(root).dropped:
-            frozen_size = forest.size(root) - sum(
-                len(units[k].ids) for k, r in plan.topic_of.items() if r == root and k in units
-            )
-            overlap.setdefault(group, Counter())[root] += max(1, frozen_size)
     target: dict[int, int] = {}
     taken: set[int] = set()
     ranked = sorted(
@@ -464,18 +436,6 @@ def apply_plan(window: ContextWindow, units: Mapping[int, Unit], plan: Plan) -> 
         if group not in target and root not in taken:
             target[group] = root
             taken.add(root)
-    # A topic whose older members joined another group's topic merges into it.
-    for root, group in plan.frozen_group.items():
-        goal = target.get(group)
-        if goal is None or root == goal or not forest.is_root(root) or not forest.is_root(goal):
-            continue
-        if forest.root(root).dropped or forest.root(goal).dropped:
-            continue
-        survivor = window.merge_topics(root, goal)
-        changed |= {root, goal, survivor}
-        for group_, topic in list(target.items()):
-            if topic in (root, goal):
-                target[group_] = survivor
     # Groups without a topic of their own are split off the topic holding most of them.
     for group in {g for g in plan.groups.values() if g not in target}:
         keys = [k for k, g in plan.groups.items() if g == group and current(k) is not None]
