@@ -27,6 +27,10 @@ class Forest:
         self._parent: dict[int, int] = {}
         self._roots: dict[int, Root] = {}
         self._next_order = 0
+        # Roots whose members all point straight at them. Only a union breaks this (the smaller
+        # topic's members still point at its old root), so `move` flattens a topic once, not on
+        # every move: re-clustering moves many members and each flatten is O(topic size).
+        self._flat: set[int] = set()
 
     # -- structure -------------------------------------------------------------------------
     def add(self, item: int) -> int:
@@ -35,6 +39,7 @@ class Forest:
             raise ValueError(f"message {item} is already in the forest")
         self._parent[item] = item
         self._roots[item] = Root(order=self._next_order, members=[item])
+        self._flat.add(item)
         self._next_order += 1
         return item
 
@@ -55,6 +60,8 @@ class Forest:
             return ra
         big, small = (ra, rb) if self.size(ra) >= self.size(rb) else (rb, ra)
         big_root, small_root = self._roots[big], self._roots.pop(small)
+        self._flat.discard(big)  # the small topic's members still point at `small`
+        self._flat.discard(small)
         self._parent[small] = big
         big_root.order = min(big_root.order, small_root.order)
         big_root.members.extend(small_root.members)
@@ -78,7 +85,7 @@ class Forest:
             raise ValueError(f"message {item} cannot move from topic {source} to {to_root}")
         info = self._roots[source]
         info.members.remove(item)
-        self._flatten(source)
+        self._flatten(source)  # once per topic (see `_flat`); it stays flat after this move
         target = self._roots[to_root]
         target.members.append(item)
         self._parent[item] = to_root
@@ -86,6 +93,7 @@ class Forest:
         target.version += 1
         if not info.members:
             del self._roots[source]
+            self._flat.discard(source)
 
     def split(self, root: int, items: list[int]) -> int:
         """Move `items` (members of `root`, not `root` itself) into a new topic named after the
@@ -104,12 +112,16 @@ class Forest:
         self._next_order += 1
         for member in moved:
             self._parent[member] = new_root
+        self._flat.add(new_root)
         return new_root
 
     def _flatten(self, root: int) -> None:
         """Point every member straight at its root, so moving one never reroutes the others."""
+        if root in self._flat:
+            return
         for member in self._roots[root].members:
             self._parent[member] = root
+        self._flat.add(root)
 
     def update_roots(
         self,
@@ -124,6 +136,7 @@ class Forest:
         that follow them. Member lists only grow at their end, so that is usually all of them
         but the new ones; the members of a merged-away root are among those of its survivor.
         """
+        self._flat.clear()  # another process's merges: flatten again before the next move
         for root in [r for r in self._roots if r not in roots]:
             del self._roots[root]
         for root, (order, version, dropped) in roots.items():

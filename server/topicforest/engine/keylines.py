@@ -25,6 +25,9 @@ from topicforest.engine.tokens import TokenCounter
 MAX_LINE_CHARS = 200  # longer passages are prose, not a fact one can quote
 ASSISTANT_WEIGHT = 2.0
 RECENCY_WEIGHT = 1.0  # the newest line is worth this much more than the oldest
+# A topic keeps its newest key lines only: a render shows a few dozen, and a topic of 100,000
+# messages held ~100,000 lines (memory, and ranking them all on each render with no query).
+MAX_KEY_LINES = 2000
 _COMMENT = re.compile(r"\s+(?://|#)\s.*$")
 _SPACES = re.compile(r"\s{2,}")
 _LITERAL = re.compile(r"\d|\"[^\"]+\"|'[^']+'|`[^`]+`|(?<![\w-])--?[a-z][\w-]+|\w/\w")
@@ -101,19 +104,48 @@ def key_lines(message: Message) -> list[KeyLine]:
 @dataclass
 class KeyLineState:
     """A topic's key lines collected so far: from its first `done` members, the last of which
-    is `last` (a topic whose member list changed other than at its end starts again)."""
+    is `last` (a topic whose member list changed other than at its end starts again); the
+    newest `MAX_KEY_LINES` are kept."""
 
     lines: list[KeyLine] = field(default_factory=list)
     phrases: Counter[str] = field(default_factory=Counter)  # two-word phrases, per message
     done: int = 0
     last: int | None = None
+    added: int = 0  # lines ever added: with the IDF epoch, what a ranking was made from
+    # The last ranking: (added, epoch), the ranking, and the lines' terms the IDF did not know
+    # then (between epochs the IDF only learns new terms; one of these could change a score).
+    _ranked: tuple[tuple[int, int], Ranking, frozenset[str]] | None = None
 
     def add(self, message: Message) -> None:
-        self.lines += key_lines(message)
+        found = key_lines(message)
+        self.lines += found
+        self.added += len(found)
+        if len(self.lines) > MAX_KEY_LINES:
+            del self.lines[: len(self.lines) - MAX_KEY_LINES]
         self.phrases.update(phrases(message.content))
+
+    def ranking(self, idf: Mapping[str, float], epoch: int, count: TokenCounter) -> Ranking:
+        """`rank` of the lines, remembered until a line is added or the IDF changes: renders
+        with no query (and upkeep, which warms it) pick from it without scoring every line."""
+        key = (self.added, epoch)
+        cached = self._ranked
+        if cached is None or cached[0] != key or any(t in idf for t in cached[2]):
+            unknown = frozenset(t for line in self.lines for t in line.terms if t not in idf)
+            cached = self._ranked = (key, rank(self.lines, idf, count), unknown)
+        return cached[1]
 
     def continues(self, members: list[int]) -> bool:
         return self.done <= len(members) and (self.done == 0 or members[self.done - 1] == self.last)
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """Key lines best first by worth per token, with their costs; `least[i]`: the smallest
+    cost from position i on (picking stops once nothing left can fit)."""
+
+    lines: tuple[KeyLine, ...]
+    costs: tuple[int, ...]
+    least: tuple[int, ...]
 
 
 def select(
@@ -127,6 +159,14 @@ def select(
     sees anyway (a summary), whose lines are not repeated."""
     if not lines or room <= 0:
         return []
+    return pick(rank(lines, idf, count), room, skip)
+
+
+def rank(lines: list[KeyLine], idf: Mapping[str, float], count: TokenCounter) -> Ranking:
+    """The lines `select` chooses from, best first (a line whose setting is stated again later
+    is left out)."""
+    if not lines:
+        return Ranking((), (), ())
     newest = max(line.message_id for line in lines) or 1
     oldest = min(line.message_id for line in lines)
     latest_setting: dict[str, tuple[int, int]] = {}
@@ -134,7 +174,6 @@ def select(
         if line.setting:
             key = (line.message_id, line.position)
             latest_setting[line.setting] = max(latest_setting.get(line.setting, key), key)
-    seen = {s for s in skip.lower().split("\n") if s}
     ranked = []
     for line in lines:
         if line.setting and latest_setting[line.setting] != (line.message_id, line.position):
@@ -146,11 +185,28 @@ def select(
         cost = count(line.text) + 1
         ranked.append((worth / cost, line, cost))
     ranked.sort(key=lambda item: -item[0])
+    least = [0] * len(ranked)
+    smallest = 1 << 62
+    for position in range(len(ranked) - 1, -1, -1):
+        smallest = min(smallest, ranked[position][2])
+        least[position] = smallest
+    return Ranking(
+        tuple(line for _, line, _ in ranked), tuple(cost for _, _, cost in ranked), tuple(least)
+    )
+
+
+def pick(ranking: Ranking, room: int, skip: str = "") -> list[KeyLine]:
+    """`select`'s choice from a ranking: the best lines that fit, not repeating `skip`."""
+    if room <= 0:
+        return []
+    seen = {s for s in skip.lower().split("\n") if s}
     chosen: list[KeyLine] = []
     texts: set[str] = set()
     used = 0
     lowered_skip = skip.lower()
-    for _, line, cost in ranked:
+    for line, cost, least in zip(ranking.lines, ranking.costs, ranking.least, strict=True):
+        if used + least > room:
+            break  # no line from here on fits
         lowered = line.text.lower()
         if lowered in texts or lowered in seen or (skip and lowered in lowered_skip):
             continue

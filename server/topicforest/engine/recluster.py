@@ -258,7 +258,7 @@ def _agglomerate(
             s = pair(a, b)
             linkage[(a, b)] = s
             heap.append((-s, a, b, 0, 0))
-        if i % YIELD_EVERY == 0:
+        if i % 16 == 15:  # ~80,000 pairs for a full window: not in one slice
             yield None
     heapq.heapify(heap)
 
@@ -347,18 +347,22 @@ def _segmental_kmeans(
             by_thread.setdefault(unit.thread_id, []).append(unit.ids[0])
     for _ in range(KMEANS_ROUNDS):
         centers: dict[int, Vector] = {}
-        for item, group in assignment.items():
+        for n, (item, group) in enumerate(assignment.items()):
             vector = vectors[item]
             scale = 1.0 / math.sqrt(norm_sq(vector, idf) or 1.0)
             center = centers.setdefault(group, {})
             for term, value in vector.items():
                 center[term] = center.get(term, 0.0) + value * scale
+            if n % YIELD_EVERY == YIELD_EVERY - 1:
+                yield None
         groups = list(centers)
         center_norms = [math.sqrt(norm_sq(centers[g], idf)) or 1.0 for g in groups]
         changed = False
         for sequence in by_thread.values():
             scores = []
-            for item in sequence:
+            for n, item in enumerate(sequence):
+                if n % YIELD_EVERY == YIELD_EVERY - 1:  # one thread can hold the whole window
+                    yield None
                 vector = vectors[item]
                 length = math.sqrt(norm_sq(vector, idf)) or 1.0
                 stay = home.get(item)

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from topicforest.engine.embedding import extract, norm_sq
-from topicforest.engine.keylines import select as select_key_lines
 from topicforest.engine.messages import Message
 from topicforest.engine.passages import excerpt, stem
 from topicforest.engine.summarize.base import quote, summary_body
@@ -287,7 +286,7 @@ def _topic_block(
         if shown_summary:
             parts.append(quote(shown_summary))
         left = room - (count(quote(shown_summary)) + 1 if shown_summary else 0)
-        chosen = select_key_lines(lines, window.embedder.idf, left, count, skip=shown_summary)
+        chosen = window.select_key_lines(root, left, skip=shown_summary)
         parts += [quote("- " + line.text) for line in chosen]
         ids = sorted({line.message_id for line in chosen})
     elif not dirty and summary:

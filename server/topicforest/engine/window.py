@@ -20,7 +20,7 @@ from topicforest.engine.config import WindowConfig
 from topicforest.engine.embedding import Embedder, Features, norm_sq
 from topicforest.engine.errors import InvalidMessage, UnknownTopic
 from topicforest.engine.forest import Forest
-from topicforest.engine.keylines import KeyLine, KeyLineState
+from topicforest.engine.keylines import KeyLine, KeyLineState, pick
 from topicforest.engine.keylines import phrases as message_phrases
 from topicforest.engine.messages import (
     InMemoryMessageLog,
@@ -316,6 +316,10 @@ class ContextWindow:
                     state.add(message)
                 state.done += len(chunk)
                 state.last = info.members[state.done - 1]
+            if time.perf_counter() > deadline:
+                return False
+            # rank the lines now, off the chat path (bounded: MAX_KEY_LINES per topic)
+            state.ranking(self.embedder.idf, self.embedder.epoch, self.count)
         for root in [r for r in self._key_lines if r not in live]:
             del self._key_lines[root]
         return done
@@ -324,6 +328,14 @@ class ContextWindow:
         """The topic's key lines as last collected (None: not collected yet)."""
         state = self._key_lines.get(root)
         return state.lines if state is not None else None
+
+    def select_key_lines(self, root: int, room: int, skip: str = "") -> list[KeyLine]:
+        """`keylines.select` of the topic's key lines, from a ranking kept until they or the
+        IDF change (scoring a big topic's lines on every render took tens of milliseconds)."""
+        state = self._key_lines.get(root)
+        if state is None or not state.lines or room <= 0:
+            return []
+        return pick(state.ranking(self.embedder.idf, self.embedder.epoch, self.count), room, skip)
 
     # -- re-clustering (upkeep) ----------------------------------------------------------------
     @property
