@@ -31,6 +31,7 @@ from topicforest.engine.summarize.flat import summarize_flat
 from topicforest.engine.tokens import TokenCounter, estimate_tokens
 from topicforest.engine.window import ContextWindow
 from topicforest.eval.dataset import Conversation, LabelledMessage
+from topicforest.store.binding import IDLE_FLUSH_SECONDS
 
 THREAD = "eval"
 START = 1_700_000_000.0
@@ -131,9 +132,16 @@ def _message(conv: Conversation, index: int, count: TokenCounter) -> Message:
     )
 
 
-async def maintain(window: ContextWindow, summarizer: Summarizer, *, idle: bool = False) -> None:
+async def maintain(
+    window: ContextWindow, summarizer: Summarizer, *, idle: bool = False, now: float | None = None
+) -> None:
     """WorkspaceMemory.maintain without the notifications: graduate, then summarize the topics
-    that are due (`idle`: as after the memory's idle time)."""
+    that are due (`idle`: as after the memory's idle time). `now`: the replay's clock, for the
+    store's upkeep that flushes a thread quiet for IDLE_FLUSH_SECONDS into the forest."""
+    if now is not None:
+        for thread, zone in list(window.hot.items()):
+            if zone and now - zone[-1].timestamp >= IDLE_FLUSH_SECONDS:
+                window.flush_thread(thread)
     window.graduate()
     # Upkeep re-clusters in slices between turns; a round finishes well within the seconds a
     # turn takes, so the replay runs each one to its end (also keeps the replay deterministic).
@@ -180,7 +188,7 @@ async def run_topic_forest(
             rendered = window.render(query=m.content, thread_id=thread)
             max_tokens = max(max_tokens, rendered.tokens)
             fallbacks += rendered.fallback
-        await maintain(window, counting)
+        await maintain(window, counting, now=START + index * TURN_SECONDS)
         if idle_after_reply and m.role == "assistant":
             await maintain(window, counting, idle=True)
 
