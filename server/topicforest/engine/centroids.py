@@ -77,17 +77,32 @@ class CentroidIndex:
         symbols: Iterable[str],
         tokens: int,
     ) -> None:
-        """Take one exchange's features out of `root`'s centroid (re-clustering moved it)."""
+        """Take one exchange's features out of `root`'s centroid (re-clustering moved it).
+
+        O(terms of the exchange), like `add`: a big topic's vocabulary is tens of thousands of
+        terms, and a round may move a hundred exchanges."""
         self._sync_epoch()
         centroid = self.centroids[root]
-        centroid.terms.subtract(terms)
-        centroid.terms = +centroid.terms  # drop terms at zero
-        centroid.files.subtract(files)
-        centroid.files = +centroid.files
-        centroid.symbols.subtract(symbols)
-        centroid.symbols = +centroid.symbols
+        idf = self.embedder.idf
+        held = centroid.terms
+        delta = 0.0
+        for term, count in terms.items():
+            have = held.get(term, 0)
+            take = min(count, have)
+            if take <= 0:
+                continue
+            weight = idf.get(term, 0.0)
+            delta += (take * take - 2 * have * take) * weight * weight  # (have-take)² - have²
+            if have > take:
+                held[term] = have - take
+            else:
+                del held[term]
+        centroid.norm_sq = max(0.0, centroid.norm_sq + delta)
+        for counter, names in ((centroid.files, files), (centroid.symbols, symbols)):
+            counter.subtract(names)  # bounded to a few dozen names: rebuilding is cheap
+            for name in [n for n, c in counter.items() if c <= 0]:
+                del counter[name]
         centroid.tokens = max(0, centroid.tokens - tokens)
-        centroid.norm_sq = norm_sq(centroid.terms, self.embedder.idf)
         self._dots = {k: v for k, v in self._dots.items() if root not in k}
 
     def merge(self, survivor: int, absorbed: int) -> None:

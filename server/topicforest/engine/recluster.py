@@ -52,12 +52,13 @@ MIN_COHESIVE = 3  # exchanges a group needs before its cohesion is trusted
 MIN_TOPIC_EXCHANGES = 2  # fewer than this: a fragment, not a topic
 FRAGMENT_SHARE = 0.07  # and a group with less than this share of the exchanges
 STAY_BONUS = 0.05  # cosine an exchange's current topic is preferred by
-WEAK_TOKENS = 80  # an exchange shorter than this joins groups but does not start one
+WEAK_TOKENS = 80  # shorter (and under half the median): joins groups, never starts one
 SWITCH_PENALTY = 0.3  # cosine a thread pays to change topic between consecutive exchanges
 KMEANS_ROUNDS = 6
 RECLUSTER_GROWTH = 0.25  # re-cluster after this share of the window arrived anew (at least 4)
 MIN_NEW_UNITS = 4
 YIELD_EVERY = 64  # pieces of work between checks of the time budget
+SCORE_EVERY = 16  # exchanges scored against every group between checks
 
 Vector = dict[str, float]
 
@@ -185,7 +186,10 @@ class Refiner:
             if n % YIELD_EVERY == 0:
                 yield None
         # Short exchanges do not seed groups (they would make fragments) but are placed below.
-        weak = {u.ids[0] for u in units if sum(u.tokens) < WEAK_TOKENS}
+        # "Short" is relative: in a chat of short turns every exchange seeds.
+        sizes = sorted(sum(u.tokens) for u in units)
+        short = min(WEAK_TOKENS, sizes[len(sizes) // 2] / 2)
+        weak = {u.ids[0] for u in units if sum(u.tokens) < short}
         items = [k for k in vectors if k not in weak]
         if len(items) < 2:
             yield Plan({}, topic_of)
@@ -345,15 +349,15 @@ def _segmental_kmeans(
     for unit in units:
         if unit.ids[0] in vectors:
             by_thread.setdefault(unit.thread_id, []).append(unit.ids[0])
+    lengths = {item: math.sqrt(norm_sq(vector, idf)) or 1.0 for item, vector in vectors.items()}
     for _ in range(KMEANS_ROUNDS):
         centers: dict[int, Vector] = {}
         for n, (item, group) in enumerate(assignment.items()):
-            vector = vectors[item]
-            scale = 1.0 / math.sqrt(norm_sq(vector, idf) or 1.0)
+            scale = 1.0 / lengths[item]
             center = centers.setdefault(group, {})
-            for term, value in vector.items():
+            for term, value in vectors[item].items():
                 center[term] = center.get(term, 0.0) + value * scale
-            if n % YIELD_EVERY == YIELD_EVERY - 1:
+            if n % SCORE_EVERY == SCORE_EVERY - 1:
                 yield None
         groups = list(centers)
         center_norms = [math.sqrt(norm_sq(centers[g], idf)) or 1.0 for g in groups]
@@ -361,15 +365,13 @@ def _segmental_kmeans(
         for sequence in by_thread.values():
             scores = []
             for n, item in enumerate(sequence):
-                if n % YIELD_EVERY == YIELD_EVERY - 1:  # one thread can hold the whole window
+                if n % SCORE_EVERY == SCORE_EVERY - 1:  # one thread can hold the whole window
                     yield None
-                vector = vectors[item]
-                length = math.sqrt(norm_sq(vector, idf)) or 1.0
-                stay = home.get(item)
+                vector, length, stay = vectors[item], lengths[item], home.get(item)
                 scores.append(
                     [
-                        STAY_BONUS * (g == stay) + dot(vector, centers[g], idf) / (length * n)
-                        for g, n in zip(groups, center_norms, strict=True)
+                        STAY_BONUS * (g == stay) + dot(vector, centers[g], idf) / (length * norm)
+                        for g, norm in zip(groups, center_norms, strict=True)
                     ]
                 )
             path = _viterbi(scores, SWITCH_PENALTY)
@@ -412,6 +414,9 @@ def _viterbi(scores: list[list[float]], penalty: float) -> list[int]:
     return path
 
 
+EMPTY = Unit((), "", (), (), (), (), (), chatter=True)
+
+
 def apply_plan(window: ContextWindow, units: Mapping[int, Unit], plan: Plan) -> set[int]:
     """Reconcile the forest with `plan`, keeping topic ids stable (see the module's notes)."""
     forest = window.forest
@@ -432,6 +437,13 @@ def apply_plan(window: ContextWindow, units: Mapping[int, Unit], plan: Plan) -> 
             overlap.setdefault(group, Counter())[root] += len(unit.ids)
     target: dict[int, int] = {}
     taken: set[int] = set()
+    # A topic stays with the group of the exchange that names it (its oldest), so its id and
+    # that exchange keep the same subject; other groups go to the topic they overlap most.
+    for key, group in plan.groups.items():
+        root = current(key)
+        if root is not None and root in units.get(key, EMPTY).ids and group not in target:
+            target[group] = root
+            taken.add(root)
     ranked = sorted(
         ((count, group, root) for group, c in overlap.items() for root, count in c.items()),
         reverse=True,

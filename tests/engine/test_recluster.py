@@ -1,0 +1,51 @@
+"""Re-clustering corrects online placement, keeps topic ids and flags, and keeps centroids exact."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from topicforest.engine.embedding import norm_sq
+
+from .helpers import TOPICS, filled_window
+
+
+def subjects_of(window, root: int) -> set[str]:  # type: ignore[no-untyped-def]
+    words = [m.content for m in window.members(root)]
+    return {t for t, (u, _) in TOPICS.items() if any(u.split()[1] in w for w in words)}
+
+
+def test_a_topic_mixed_online_is_split_and_keeps_its_id() -> None:
+    # merge_threshold 0: every exchange joins the first topic, as an early, young forest does
+    window = filled_window(budget=512, rounds=8, merge_threshold=0.0)
+    (mixed,) = window.forest.live_roots()
+    assert subjects_of(window, mixed) == set(TOPICS)
+    window.pin(mixed)
+    changed = window.refine(budget_seconds=math.inf, settle=True)
+    live = window.forest.live_roots()
+    assert mixed in changed and mixed in live  # the id the user knows stays
+    assert len(live) == len(TOPICS)
+    assert all(len(subjects_of(window, root)) == 1 for root in live)
+    assert all(root in window.pinned for root in live)  # a split keeps the flag on both parts
+    messages = sorted(m for root in live for m in window.forest.members(root))
+    assert messages == sorted(set(messages))  # nothing lost, nothing twice
+
+
+def test_moves_keep_centroids_exact() -> None:
+    window = filled_window(budget=512, rounds=8, merge_threshold=0.0)
+    window.refine(budget_seconds=math.inf, settle=True)
+    idf = window.embedder.idf
+    for root in window.forest.live_roots():
+        centroid = window.index[root]
+        assert centroid.norm_sq == pytest.approx(norm_sq(centroid.terms, idf), rel=1e-9)
+        assert all(count > 0 for count in centroid.terms.values())
+
+
+def test_a_settled_forest_does_not_churn() -> None:
+    window = filled_window(budget=512, rounds=8)
+    window.refine(budget_seconds=math.inf, settle=True)
+    before = {root: window.forest.members(root) for root in window.forest.live_roots()}
+    for _ in range(3):  # more rounds with nothing new change nothing
+        assert window.refine(budget_seconds=math.inf, settle=True) == set()
+    assert {root: window.forest.members(root) for root in window.forest.live_roots()} == before
