@@ -199,7 +199,6 @@ def pick(ranking: Ranking, room: int, skip: str = "") -> list[KeyLine]:
     """`select`'s choice from a ranking: the best lines that fit, not repeating `skip`."""
     if room <= 0:
         return []
-    seen = {s for s in skip.lower().split("\n") if s}
     chosen: list[KeyLine] = []
     texts: set[str] = set()
     used = 0
@@ -208,7 +207,7 @@ def pick(ranking: Ranking, room: int, skip: str = "") -> list[KeyLine]:
         if used + least > room:
             break  # no line from here on fits
         lowered = line.text.lower()
-        if lowered in texts or lowered in seen or (skip and lowered in lowered_skip):
+        if lowered in texts or lowered in lowered_skip:  # said already, or in the summary
             continue
         if used + cost > room:
             continue
