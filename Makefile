@@ -6,7 +6,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: all venv test test-python lint demo bench soak eval vsix test-client test-e2e clean
+.PHONY: all venv test test-python lint demo bench soak eval wheel lock dist vsix test-client test-e2e \
+	test-real-model clean
 
 all: test
 
@@ -41,6 +42,34 @@ soak: $(STAMP)
 eval: $(STAMP)
 	$(PY) -m topicforest.eval $(ARGS)
 
+# --- packaging: the wheel, its pins, and the .vsix that carries both ------------------------
+VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' server/topicforest/__init__.py)
+WHEEL := dist/topicforest-$(VERSION)-py3-none-any.whl
+PY_SOURCES := $(shell find server/topicforest -type f \( -name '*.py' -o -name '*.json' -o -name py.typed \))
+
+wheel: $(WHEEL)
+
+$(WHEEL): $(STAMP) pyproject.toml README.md $(PY_SOURCES)
+	rm -rf dist/topicforest-*.whl build server/topicforest.egg-info
+	mkdir -p build
+	$(PY) -m pip wheel --quiet --no-deps -w dist . 2>build/wheel.log || { cat build/wheel.log; exit 1; }
+
+# server/constraints.txt: every package the wheel installs, from a fresh venv (regenerate after
+# changing a dependency; the e2e installs with it, so a pin that does not install fails there)
+lock: $(WHEEL)
+	rm -rf build/lock-venv
+	$(PYTHON) -m venv build/lock-venv
+	build/lock-venv/bin/python -m pip install --quiet $(WHEEL)
+	{ sed -n '/^#/p' server/constraints.txt; build/lock-venv/bin/python -m pip freeze \
+	  | grep -v '^topicforest'; } > server/constraints.tmp && mv server/constraints.tmp server/constraints.txt
+	rm -rf build/lock-venv
+
+# the wheel and the .vsix that carries it (same version), side by side in dist/
+dist: $(WHEEL)
+	$(MAKE) -C clients/vscode vsix
+	cp clients/vscode/topic-forest.vsix dist/topic-forest-$(VERSION).vsix
+	@ls -l dist/topicforest-$(VERSION)-py3-none-any.whl dist/topic-forest-$(VERSION).vsix
+
 # --- VS Code client (clients/vscode) -------------------------------------------------------
 test-client:
 	@if [ -f clients/vscode/package.json ]; then $(MAKE) -C clients/vscode test; fi
@@ -52,4 +81,4 @@ vsix:
 	$(MAKE) -C clients/vscode vsix
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache dist build
