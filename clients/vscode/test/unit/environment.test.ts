@@ -6,9 +6,9 @@ import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { expect } from 'expect';
 import {
-  type Bundle, findBundle, ManagedEnvironment, SetupError, type SetupHost,
+  type Bundle, findBundle, ManagedEnvironment, pipProblem, SetupError, type SetupHost,
 } from '../../src/environment';
-import type { Exec, ExecResult, PythonChoice } from '../../src/python';
+import { type Exec, type ExecResult, execProgram, type PythonChoice } from '../../src/python';
 
 const ok = (stdout = ''): ExecResult => ({ code: 0, stdout, stderr: '' });
 const OFFLINE = [
@@ -157,6 +157,20 @@ describe('the private environment', () => {
     fake.offline = false;
     await env.ensure(host());
     expect(await env.state(fake.exec)).toBe('ready');
+  });
+
+  it("reads real pip's answer from an unreachable index as no network", async () => {
+    const r = await execProgram('python3', ['-m', 'pip', 'download', '--isolated', '--no-deps',
+      '--retries', '0', '--timeout', '2', '--index-url', 'http://127.0.0.1:9/simple', '-d', storage,
+      'litellm==1.102.4'], { timeoutMs: 60_000 });
+    expect(r.code).not.toBe(0);
+    const problem = pipProblem(r, '/env');
+    expect(problem.message).toContain('(no network?)');
+    expect(problem.actions).toEqual(['retry', 'showLog']);
+    // a failure that is not about the index is reported as it is, with Retry to rebuild
+    const other = pipProblem({ code: 1, stdout: '', stderr: 'ERROR: No space left on device' }, '/env');
+    expect(other.message).toBe('Topic Forest could not install its server into /env: ERROR: No space ' +
+      'left on device. See the log; Retry rebuilds the environment.');
   });
 
   it('names the fix when the interpreter cannot make a venv', async () => {
