@@ -4,6 +4,10 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# aider's real ChatSummary, the eval's baseline, lives in its own venv (never in the project's).
+AIDER_VENV := .venv-aider
+AIDER_STAMP := $(AIDER_VENV)/.installed
+AIDER_VERSION := 0.86.2
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
 .PHONY: all venv test test-python lint demo bench soak eval wheel lock dist vsix test-client test-e2e \
@@ -39,7 +43,15 @@ bench: $(STAMP)
 soak: $(STAMP)
 	TOPICFOREST_KILL_TRIALS=200 $(PY) -m pytest -q tests/server/test_kill.py
 
+# Built once (the stamp); if it cannot be built (no registry), the eval says so and leaves
+# aider's column out.
+$(AIDER_STAMP):
+	$(PYTHON) -m venv $(AIDER_VENV)
+	$(AIDER_VENV)/bin/python -m pip install --quiet aider-chat==$(AIDER_VERSION)
+	touch $(AIDER_STAMP)
+
 eval: $(STAMP)
+	@$(MAKE) --no-print-directory $(AIDER_STAMP) || echo "note: $(AIDER_VENV) could not be built (aider-chat==$(AIDER_VERSION)); the eval omits aider's column"
 	$(PY) -m topicforest.eval $(ARGS)
 
 # --- packaging: the wheel, its pins, and the .vsix that carries both ------------------------
@@ -108,4 +120,4 @@ vsix:
 	$(MAKE) -C clients/vscode vsix
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache dist build
+	rm -rf $(VENV) $(AIDER_VENV) .mypy_cache .pytest_cache .ruff_cache dist build

@@ -12,6 +12,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from collections import Counter
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -108,13 +109,58 @@ def main() -> int:
             )
             elapsed = 1000 * (time.perf_counter() - started)
             say(f"server process started and answered initialize in {elapsed:.0f} ms")
-            run(client, turns)
+            run(client, turns, sample)
         finally:
             client.close()
     return 0
 
 
-def run(client: StdioClient, turns: list[tuple[str, str]]) -> None:
+def against_labels(client: StdioClient, live: list[dict[str, Any]], sample: dict[str, Any]) -> None:
+    """How the topics match the sample's own labels (message ids follow the replay's order)."""
+    heading("Topics against the conversation's labels (chatter left out of purity)")
+    names = {t["id"]: t["name"] for t in sample["topics"]}
+    labels = [m["topic"] for m in sample["messages"]]
+    majority = 0
+    labelled = 0
+    for topic in live:
+        preview = client.request(P + "previewTopic", {"topicId": topic["id"]})
+        found = Counter(labels[m["id"] - 1] for m in preview["messages"] if m["id"] <= len(labels))
+        subjects = Counter({k: v for k, v in found.items() if k})
+        majority += max(subjects.values(), default=0)
+        labelled += sum(subjects.values())
+        parts = [f"{names[k]} ×{v}" for k, v in subjects.most_common()]
+        parts += [f"chatter ×{found[None]}"] if found[None] else []
+        say(f"  #{topic['id']:<4} {clip(topic['title'], 34):<34} {', '.join(parts)}")
+    purity = majority / labelled if labelled else 0.0
+    say(f"{len(live)} topics for {len(names)} labelled subjects; purity {purity:.2f}")
+
+
+def answer_questions(client: StdioClient, sample: dict[str, Any]) -> None:
+    """What the model would see for a few of the sample's questions (passage recall)."""
+    heading("Questions about earlier facts (topicForest/renderContext with the question)")
+    facts = sample["facts"]
+    kept = 0
+    for fact in facts:
+        render = client.request(
+            P + "renderContext", {"threadId": "demo", "query": fact["question"]}
+        )
+        text = "\n".join(m["content"] for m in render["messages"]).lower()
+        kept += all(s.lower() in text for s in fact["must_contain"])
+    say(f"{kept} of {len(facts)} planted facts are in what the model would receive with the")
+    say("question as the query (without one, each topic shows its summary and key lines)")
+    fact = facts[0]
+    render = client.request(P + "renderContext", {"threadId": "demo", "query": fact["question"]})
+    lines = render["messages"][0]["content"].splitlines() if render["messages"] else []
+    needle = fact["must_contain"][0].lower()
+    say(f"e.g. {fact['question']!r}:")
+    quoted = ("| user", "| assistant", "| - ")  # recalled originals and key lines first
+    hits = sorted((line for line in lines if needle in line.lower()), key=lambda line: (
+        not line.startswith(quoted), len(line)))  # fmt: skip
+    for line in hits[:2]:
+        say("    " + clip(line, WIDTH - 4))
+
+
+def run(client: StdioClient, turns: list[tuple[str, str]], sample: dict[str, Any]) -> None:
     heading("Replaying the conversation through topicForest/chat")
     deltas: list[Any] = []
     client.on_notification = lambda method, params: (
@@ -145,6 +191,8 @@ def run(client: StdioClient, turns: list[tuple[str, str]]) -> None:
         say("no topics formed")
         return
     biggest = max(live, key=lambda t: t["messageCount"])
+    against_labels(client, live, sample)
+    answer_questions(client, sample)
 
     heading(f"Preview topic {biggest['id']} (topicForest/previewTopic)")
     preview = client.request(P + "previewTopic", {"topicId": biggest["id"]})

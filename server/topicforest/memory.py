@@ -45,6 +45,7 @@ SYSTEM_PROMPT = (
 )
 CHAT_TIMEOUT = 120.0  # seconds for the whole model call
 MAX_ROUNDS = 20  # summary rounds per wake-up; a failing provider cannot spin the loop forever
+RECLUSTER_SLICE_SECONDS = 0.05  # upkeep work per round besides summaries (never on a turn)
 IDLE_SECONDS = 2.0  # quiet time after which topics with no summary yet get their first one
 SETTLE_SECONDS = 60.0  # quiet time after which every topic's summary is brought up to date
 SETTLE_ENV = "TOPICFOREST_SETTLE_SECONDS"  # override, for tests and impatient demos
@@ -450,6 +451,9 @@ class WorkspaceMemory:
             log.error("%s", self.store_error)
             return
         self.window = self.binding.window
+        # A first slice of key lines now, so a small memory renders the same before upkeep
+        # starts as after (a big one gets the rest in upkeep).
+        self.window.prepare_key_lines(RECLUSTER_SLICE_SECONDS)
         log.info("memory of %s stored in %s", self.key, self.binding.store.path)
 
     def refresh(self) -> None:
@@ -495,16 +499,23 @@ class WorkspaceMemory:
             log.debug("a chat request of %s has not left after %g s", self.key, SEND_GATE_SECONDS)
 
     async def maintain(self, *, idle: bool = False, settle: bool = False) -> None:
-        """Graduate overflow into the forest, then summarize topics that are due (`idle`: the
-        user paused, so topics with no summary yet get their first one; `settle`: long quiet,
-        every dirty topic)."""
-        if self.binding is not None and not self.binding.maintainer:
-            return  # another window holds the maintenance lease
-        moved = self.window.graduate()
-        if moved:
-            roots = {self.window.forest.find(m.id) for m in moved}
-            self._emit("graduated", sorted(roots))
-        await self.summarize_dirty(idle=idle, settle=settle)
+        """Graduate overflow into the forest, re-cluster a slice, then summarize topics that are
+        due (`idle`: the user paused, so topics with no summary yet get their first one;
+        `settle`: long quiet, every dirty topic). Every window, maintainer or not, collects
+        the key lines of its topics from the shared log for its own renders."""
+        if self.binding is None or self.binding.maintainer:
+            moved = self.window.graduate()
+            if moved:
+                roots = {self.window.forest.find(m.id) for m in moved}
+                self._emit("graduated", sorted(roots))
+            reclustered = self.window.refine(RECLUSTER_SLICE_SECONDS, settle=settle)
+            if reclustered:
+                self._emit("reclustered", sorted(reclustered))
+            await self.summarize_dirty(idle=idle, settle=settle)
+            if self.window.refine_pending:
+                self.kick()  # the next slice after this round, with turns let in between
+        if not self.window.prepare_key_lines(RECLUSTER_SLICE_SECONDS):
+            self.kick()
 
     async def summarize_dirty(self, *, idle: bool = False, settle: bool = False) -> int:
         jobs = self.window.summary_jobs(idle=idle, force=settle)

@@ -97,8 +97,9 @@ def test_render_never_exceeds_budget(
 def test_estimate_tracks_a_real_tokenizer_on_coding_chat() -> None:
     """The hot path packs by estimate: on real coding chat it over-counts in aggregate.
 
-    Per message it can under-count dense code by up to ~30%, which is why a window with the
-    model's tokenizer verifies every render (next test) rather than trusting the estimate.
+    Per message it can under-count dense code by up to ~30%, and a pasted table of numbers (a
+    query result: digits, pipes, dates) by up to ~50%, which is why a window with the model's
+    tokenizer verifies every render (next test) rather than trusting the estimate.
     """
     exact = litellm_counter("gpt-4o-mini")
     samples = [" ".join(WORDS), "x" * 5000, "日本語のテキスト" * 50, "🙌" * 300]
@@ -107,7 +108,7 @@ def test_estimate_tracks_a_real_tokenizer_on_coding_chat() -> None:
     ratios = [exact(text) / estimate_tokens(text) for text in samples]
     assert sum(exact(t) for t in samples) <= sum(estimate_tokens(t) for t in samples)
     assert 0.4 <= sum(ratios) / len(ratios) <= 1.0
-    assert max(ratios) < 1.5
+    assert max(ratios) < 1.6
 
 
 ADVERSARIAL = ["8g " * 80, "{}[]()<>" * 60, "a1b2c3" * 80, "x\n\n\t " * 90, "a1_b2/c3.py " * 50]

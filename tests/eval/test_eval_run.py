@@ -11,7 +11,7 @@ from topicforest.engine.summarize.litellm_summarizer import LiteLLMSummarizer
 from topicforest.engine.tokens import estimate_tokens
 from topicforest.eval import cli
 from topicforest.eval.dataset import SAMPLE, Conversation, load_conversation
-from topicforest.eval.run import SYSTEMS, Options, evaluate
+from topicforest.eval.run import EXTRACTIVE_SYSTEMS, SYSTEMS, Options, evaluate
 from topicforest.eval.systems import run_flat, run_topic_forest, run_truncation
 from topicforest.testing.stub_llm import StubLLM, ThreadedStubLLM
 
@@ -54,7 +54,7 @@ async def test_evaluate_scores_every_fact_and_measures_waiting(tiny: Conversatio
     (result,) = evaluation.conversations
     assert [f.id for f in result.facts] == ["F1", "F2", "F3", "F4"]
     for fact in result.facts:
-        assert set(fact.kept) == set(SYSTEMS)
+        assert set(fact.kept) == set(SYSTEMS + EXTRACTIVE_SYSTEMS) == set(evaluation.systems)
     superseded = next(f for f in result.facts if f.superseded)
     assert superseded.old_values == ["ttl=300"]
     assert 0 < result.clustering.purity <= 1 and -1 <= result.clustering.ari <= 1
@@ -81,7 +81,7 @@ def test_cli_writes_report_and_figures(
     args = ["--only", str(tiny_path), "--budget", "320", "--out", str(out), "--time-scale", "0.002"]
     assert cli.main(args) == 0
     text = out.read_text()
-    assert "## Targets (issue 6)" in text and "| **all** |" in text
+    assert "## Targets (issue 10)" in text and "| **all** |" in text and "| **worst** |" in text
     assert "python -m topicforest.eval --only" in text  # each figure names its command
     for key in ("survival", "conversations", "topics", "cost", "wait"):
         png = tmp_path / f"bench_{key}.png"

@@ -59,9 +59,9 @@ def test_changes_apply_to_current_state_not_a_stale_copy(db_path: Path) -> None:
     wa, wb = a.open_window(), b.open_window()
     fill(a)
     b.refresh()
-    victim = wa.topic_ids()[-1]
-    survivor = wa.topic_ids()[0]
-    wa._union(survivor, victim)  # the maintainer merges topics (engine internals, on purpose)
+    first, last = wa.topic_ids()[0], wa.topic_ids()[-1]
+    survivor = wa.merge_topics(first, last)  # the maintainer merges topics (the larger stays)
+    victim = last if survivor == first else first
     with a.transaction():
         pass  # commit the merge
     # b has not refreshed, yet its drop is checked against the committed state.

@@ -103,7 +103,7 @@ async def test_scripted_replies_come_first_then_echo(stub: StubLLM, litellm: Mod
     assert texts == ["first scripted", "second scripted", echo_reply(USER)]
 
 
-async def test_summary_is_capacity_limited_extractive_and_deterministic(stub: StubLLM) -> None:
+async def test_summary_is_capacity_limited_lead_and_deterministic(stub: StubLLM) -> None:
     messages = tuple(_message(i, t) for i, t in enumerate(CONVERSATION))
     request = SummaryRequest(messages=messages, target_tokens=400)
     summarizer = LiteLLMSummarizer("openai/stub-summary", api_base=stub.base_url)

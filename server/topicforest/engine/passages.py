@@ -24,7 +24,7 @@ NEIGHBOUR_SHARE = 0.4  # a line next to a matching one
 NEIGHBOURS = 2  # how far that reaches (the share halves with each step)
 DENSITY = 0.5  # how much a long passage's cost counts against it
 _SENTENCE_END = re.compile(r"(?<=[.!?:;])\s+(?=[A-Z`\"'(\[])")
-_VALUE = re.compile(r"[=:]\s*\S|\b\d[\d_.,]*\b|--?[a-z][\w-]+")
+VALUE = re.compile(r"[=:]\s*\S|\b\d[\d_.,]*\b|--?[a-z][\w-]+")
 _PATH_WORD = re.compile(r"[\w./-]+")
 _SUFFIXES = "ations ation ating ated ates ings ing ies ied ers er ed es s".split()
 
@@ -119,7 +119,7 @@ def excerpt(
                 ),
                 default=0.0,
             )
-        value = VALUE_BONUS * best if _VALUE.search(passage.text) else 0.0
+        value = VALUE_BONUS * best if VALUE.search(passage.text) else 0.0
         context = FILE_CONTEXT_BONUS * best if passage.file and match else 0.0
         if match or value:
             # by worth per token: two short lines that each answer beat one long one
@@ -151,7 +151,7 @@ def condense(text: str, max_tokens: int, count: TokenCounter) -> str:
         range(len(passages)),
         key=lambda i: (
             not passages[i].code,
-            bool(_VALUE.search(passages[i].text)) or bool(passages[i].file),
+            bool(VALUE.search(passages[i].text)) or bool(passages[i].file),
             -i,
         ),
         reverse=True,

@@ -45,9 +45,11 @@ if TYPE_CHECKING:
     from topicforest.engine.window import ContextWindow
 
 WINDOW_UNITS = 400  # most recent exchanges that can still move (their terms stay in memory)
-STOP_RATIO = 1.2  # keep merging while groups are this much more alike than two random exchanges
+STOP_RATIO = 1.3  # keep merging while groups are this much more alike than two random exchanges
 MIN_TOPIC_EXCHANGES = 2  # fewer than this: a fragment, not a topic
+FRAGMENT_SHARE = 0.05  # and a group with less than this share of the exchanges
 STAY_BONUS = 0.05  # cosine an exchange's current topic is preferred by
+WEAK_TOKENS = 80  # an exchange shorter than this joins groups but does not start one
 SWITCH_PENALTY = 0.3  # cosine a thread pays to change topic between consecutive exchanges
 KMEANS_ROUNDS = 6
 RECLUSTER_GROWTH = 0.25  # re-cluster after this share of the window arrived anew (at least 4)
@@ -98,6 +100,7 @@ class Refiner:
         self.rounds = 0  # re-clusterings completed (for tests and figures)
         self.settled_before = 0  # exchanges that started before this id took part in a round
         self._round_start = 0  # the same bound for the round in progress
+        self.used = False  # whether upkeep re-clusters this window at all
 
     # -- bookkeeping -------------------------------------------------------------------------
     def add(self, unit: Unit) -> None:
@@ -107,10 +110,13 @@ class Refiner:
         self._new_units += 1
 
     def settled(self, message_id: int) -> bool:
-        """Whether the message's exchange has been through a re-clustering round (or is too
-        old to move): until then it may still change topic, so it is not summarized yet."""
-        return message_id < self.settled_before or (
-            bool(self.units) and message_id < next(iter(self.units))
+        """Whether the message's exchange has been through a re-clustering round or is too old
+        to move (until then it may still change topic, so summarizing it waits); everything is
+        settled for a window whose upkeep never re-clusters."""
+        return (
+            not self.used
+            or message_id < self.settled_before
+            or (bool(self.units) and message_id < next(iter(self.units)))
         )
 
     def clear(self) -> None:
@@ -125,11 +131,15 @@ class Refiner:
         )
 
     # -- one slice -----------------------------------------------------------------------------
-    def step(self, window: ContextWindow, budget_seconds: float = 0.05) -> set[int]:
+    def step(
+        self, window: ContextWindow, budget_seconds: float = 0.05, *, settle: bool = False
+    ) -> set[int]:
         """Work on `window` for about `budget_seconds` at most; returns the topics changed.
+        `settle` (the user is away): any exchange not yet seen by a round is reason enough.
 
         The window is passed in, not kept: a store reload replaces its state."""
-        if not self.pending:
+        self.used = True
+        if not (self.pending or (settle and self._new_units)):
             return set()
         if self._job is None:
             self._new_units = 0
@@ -191,7 +201,9 @@ class Refiner:
             if vector:
                 frozen[-root - 1] = vector
                 weight[-root - 1] = max(1.0, outside / 2)  # about its number of exchanges
-        items = [*vectors, *frozen]
+        # Short exchanges do not seed groups (they would make fragments) but are placed below.
+        weak = {u.ids[0] for u in units if sum(u.tokens) < WEAK_TOKENS}
+        items = [*(k for k in vectors if k not in weak), *frozen]
         if len(items) < 2:
             yield Plan({}, {}, topic_of)
             return
@@ -275,8 +287,10 @@ def _agglomerate(
     def link(a: int, b: int) -> float:
         return linkage[(a, b)] if (a, b) in linkage else linkage[(b, a)]
 
+    smallest = max(MIN_TOPIC_EXCHANGES, FRAGMENT_SHARE * sum(size.values()))
+
     def fragment(group: int) -> bool:
-        return size[group] < MIN_TOPIC_EXCHANGES
+        return size[group] < smallest
 
     work = 0
     while len(members) > 1:
@@ -333,11 +347,7 @@ def _provisional_home(
         if topic is not None:
             votes.setdefault(topic, Counter())[group] += 1 if item >= 0 or item not in frozen else 3
     topic_group = {topic: c.most_common(1)[0][0] for topic, c in votes.items()}
-    return {
-        item: topic_group[topic_of[item]]
-        for item in assignment
-        if item >= 0 and topic_of.get(item) in topic_group
-    }
+    return {item: topic_group[topic_of[item]] for item in topic_of if topic_of[item] in topic_group}
 
 
 def _segmental_kmeans(
@@ -382,7 +392,7 @@ def _segmental_kmeans(
                 )
             path = _viterbi(scores, SWITCH_PENALTY)
             for item, choice in zip(sequence, path, strict=True):
-                if assignment[item] != groups[choice]:
+                if assignment.get(item) != groups[choice]:
                     assignment[item] = groups[choice]
                     changed = True
             yield None

@@ -9,16 +9,16 @@ All quoted text is prefixed with "| " so it can never forge a header or a role.
 
 from __future__ import annotations
 
-import math
 import posixpath
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from topicforest.engine.embedding import extract, norm_sq
+from topicforest.engine.keylines import select as select_key_lines
 from topicforest.engine.messages import Message
 from topicforest.engine.passages import excerpt, stem
-from topicforest.engine.summarize.base import quote
+from topicforest.engine.summarize.base import quote, summary_body
 from topicforest.engine.summarize.extractive import Digest
 from topicforest.engine.tokens import TokenCounter
 
@@ -31,13 +31,17 @@ MIN_SUMMARY_ROOM = 24  # below this a cut summary says nothing useful
 MIN_FALLBACK_ROOM = 64
 FILE_BOOST = 0.35
 RECALL_SHARE = 0.9  # of the topic space, for originals that match the query
-EXCHANGE_SHARE = 0.5  # of the recall room left, for the best exchange not yet shown
+EXCHANGE_SHARE = 0.6  # of the recall room left, for the best exchange not yet shown
 MIN_RELATIVE_SCORE = 0.25  # an exchange scoring less than this share of the best is noise
+QUESTION_SHARE = 0.25  # of an exchange's room, for a question too long to recall whole
 SHORT_QUESTION = 80  # tokens: a question this short is recalled whole with its answer
 MIN_EXCERPT = 24
+SUMMARY_SHARE = 0.15  # of a topic's room with no query; key lines take the rest
 RENDER_SENTENCE_SHARE = 0.25  # of a cut summary's room for whole sentences; the rest names things
 RECENCY_WEIGHT = 0.05
 RELEVANCE_WEIGHT = 8.0  # how much a relevant topic's share of the render grows
+SIZE_EXPONENT = 0.5  # a topic's share grows with its size to this power
+
 
 MEMORY_HEADER = (
     "Memory of earlier conversation, grouped by topic (Topic Forest). Lines starting with "
@@ -116,7 +120,7 @@ def render(
     # A topic's share of what is left grows with the square root of its size (big topics hold
     # more facts, small ones still get a line) and with its relevance to the query.
     weights = [
-        math.sqrt(max(1, window.index[r].tokens)) * (1 + RELEVANCE_WEIGHT * relevance)
+        max(1, window.index[r].tokens) ** SIZE_EXPONENT * (1 + RELEVANCE_WEIGHT * relevance)
         for r, relevance in ranked
     ]
     for position, (root, _) in enumerate(ranked):
@@ -265,21 +269,37 @@ def _topic_block(
     # fit, then the messages no summary covers yet, most relevant first.
     room = (space if pinned else max(share, MIN_RAW_SHARE)) - count(header) - recall_cost
     summary = window.summaries.get(root)
+    summary_text = summary_body(summary.text) if summary else ""
     dirty = window.is_dirty(root)
     parts: list[str] = []
     ids: list[int] = []
-    if not dirty and summary:
-        parts.append(quote(fit_summary(window, root, summary.text, room)))
+    lines = window.key_lines(root) if not qvec else None
+    pending = [m for m in window.uncovered(root) if m not in shown_elsewhere] if dirty else []
+    verbatim = window.log.get_many(pending) if pending else []
+    base = count(quote(summary_text)) + 1 if summary else 0
+    fits = dirty and base + sum(m.tokens + 4 for m in verbatim) <= room
+    if lines and not fits and room >= MIN_SUMMARY_ROOM:
+        # No question to answer: part of the room for the summary, the rest for the facts
+        # most likely to be asked about again, in the topic's own words.
+        shown_summary = (
+            fit_summary(window, root, summary_text, int(room * SUMMARY_SHARE)) if summary else ""
+        )
+        if shown_summary:
+            parts.append(quote(shown_summary))
+        left = room - (count(quote(shown_summary)) + 1 if shown_summary else 0)
+        chosen = select_key_lines(lines, window.embedder.idf, left, count, skip=shown_summary)
+        parts += [quote("- " + line.text) for line in chosen]
+        ids = sorted({line.message_id for line in chosen})
+    elif not dirty and summary:
+        parts.append(quote(fit_summary(window, root, summary_text, room)))
     elif dirty:
-        pending = [m for m in window.uncovered(root) if m not in shown_elsewhere]
-        messages = window.log.get_many(pending)
-        base = count(quote(summary.text)) + 1 if summary else 0
-        if base + sum(m.tokens + 4 for m in messages) <= room:
+        messages = verbatim
+        if fits:
             ids = pending  # everything fits verbatim
-            parts += [quote(summary.text)] if summary else []
+            parts += [quote(summary_text)] if summary else []
             parts += [quote_message(m) for m in messages]
         elif room >= MIN_SUMMARY_ROOM:  # a live extractive digest of summary + new messages
-            digest = _digest(window, root, summary.text if summary else None, messages, title)
+            digest = _digest(window, root, summary_text or None, messages, title)
             parts.append(quote(digest.select(room - 2, RENDER_SENTENCE_SHARE)))
     body = "\n".join(parts)
     mode: Mode = ("summary+messages" if dirty else "summary") if summary else "messages"
@@ -418,7 +438,8 @@ def _exchange_lines(
             out.append((message, line, costs[position]))
             left -= costs[position]
             continue
-        own = left if not later else max(MIN_EXCERPT, left // (later + 1))
+        # a long question gets a small part: the answer is where facts are stated
+        own = left if not later else max(MIN_EXCERPT, int(left * QUESTION_SHARE))
         text = excerpt(message.content, query_stems, own - 8, count)
         if not text:
             continue

@@ -20,6 +20,8 @@ from topicforest.engine.config import WindowConfig
 from topicforest.engine.embedding import Embedder, Features, norm_sq
 from topicforest.engine.errors import InvalidMessage, UnknownTopic
 from topicforest.engine.forest import Forest
+from topicforest.engine.keylines import KeyLine, KeyLineState
+from topicforest.engine.keylines import phrases as message_phrases
 from topicforest.engine.messages import (
     InMemoryMessageLog,
     Message,
@@ -32,16 +34,24 @@ from topicforest.engine.recall import RecallIndex
 from topicforest.engine.recluster import Refiner, Unit
 from topicforest.engine.render import RenderedContext, sanitize_line
 from topicforest.engine.render import render as render_context
-from topicforest.engine.summarize.base import SummaryRequest, SummaryResult
+from topicforest.engine.summarize.base import (
+    TITLE_PREFIX,
+    SummaryRequest,
+    SummaryResult,
+    model_title,
+    summary_body,
+)
 from topicforest.engine.summarize.extractive import Digest
 from topicforest.engine.tokens import TokenCounter, estimate_tokens
 
 LOW_INFORMATION_TERMS = 8  # fewer distinct terms than this: an exchange follows the one before
-CHATTER_TOKENS = 80  # an exchange this short ("thanks, that worked" + reply) does too
+CHATTER_TOKENS = 40  # an exchange shorter than this does too
 CONTINUITY_BONUS = 0.05
 SUMMARY_OVERSIZE = 3  # summaries keep more than a render share; render cuts them to fit
 MAX_JOB_TOKENS = 6000
 SUMMARY_MESSAGE_TOKENS = 400  # a message longer than this is condensed for the summarizer
+MIN_PHRASE_MESSAGES = 2  # a title phrase is said in at least this many messages
+KEY_LINE_CHUNK = 64  # messages read per step while collecting a topic's key lines
 MIN_SUMMARY_TOKENS = 40  # source tokens per summarize call; bigger backlogs take several rounds
 
 
@@ -118,13 +128,14 @@ class ContextWindow:
         self.expanded: set[int] = set()
         self.pending_terms: dict[int, Counter[str]] = {}  # members no summary covers yet
         self.fallback_summary: str | None = None
-        self._titles: dict[tuple[int, int, int], str] = {}
+        self._titles: dict[tuple[int, int, int, str], str] = {}
         # per topic: (version, summary, covered count) -> its members no summary covers yet
         self._uncovered: dict[int, tuple[int, Summary | None, int, list[int]]] = {}
         self.summary_digests: dict[tuple[int, ...], Digest] = {}  # render cuts summaries to fit
         self._last_planted: dict[str, int] = {}  # per thread, the newest graduated message
         self.wants_fallback = False  # set by render when topics cannot fit; see resolver
         self.refiner = Refiner()  # background re-clustering of recent exchanges
+        self._key_lines: dict[int, KeyLineState] = {}  # per topic, collected so far
 
     # -- messages --------------------------------------------------------------------------
     def append(
@@ -271,7 +282,7 @@ class ContextWindow:
         lost = self.summaries.pop(absorbed, None)
         kept = self.summaries.get(survivor)
         if lost and kept:  # the merged topic starts from both summaries; still dirty
-            kept.text = kept.text + "\n" + lost.text
+            kept.text = kept.text + "\n" + summary_body(lost.text)  # one title line, first
             kept.covered |= lost.covered
             kept.tokens += lost.tokens
         elif lost:
@@ -284,14 +295,45 @@ class ContextWindow:
             mine.output_tokens += spent.output_tokens
         return survivor
 
+    # -- key lines (upkeep) --------------------------------------------------------------------
+    def prepare_key_lines(self, budget_seconds: float = 0.05) -> bool:
+        """Collect the key lines of topics that changed, for renders with no query, for about
+        `budget_seconds` (the rest waits for the next round: member lists mostly grow at their
+        end, so a topic picks up where it stopped); returns whether all topics are done."""
+        deadline = time.perf_counter() + budget_seconds
+        live = self.forest.live_roots()
+        done = True
+        for root in live:
+            info = self.forest.root(root)
+            state = self._key_lines.get(root)
+            if state is None or not state.continues(info.members):
+                state = self._key_lines[root] = KeyLineState()
+            while state.done < len(info.members):
+                if time.perf_counter() > deadline:
+                    return False
+                chunk = info.members[state.done : state.done + KEY_LINE_CHUNK]
+                for message in self.log.get_many(chunk):
+                    state.add(message)
+                state.done += len(chunk)
+                state.last = info.members[state.done - 1]
+        for root in [r for r in self._key_lines if r not in live]:
+            del self._key_lines[root]
+        return done
+
+    def key_lines(self, root: int) -> list[KeyLine] | None:
+        """The topic's key lines as last collected (None: not collected yet)."""
+        state = self._key_lines.get(root)
+        return state.lines if state is not None else None
+
     # -- re-clustering (upkeep) ----------------------------------------------------------------
     @property
     def refine_pending(self) -> bool:
         return self.refiner.pending
 
-    def refine(self, budget_seconds: float = 0.05) -> set[int]:
-        """One bounded slice of re-clustering (see `recluster`); returns the changed topics."""
-        return self.refiner.step(self, budget_seconds)
+    def refine(self, budget_seconds: float = 0.05, *, settle: bool = False) -> set[int]:
+        """One bounded slice of re-clustering (see `recluster`); returns the changed topics.
+        `settle`: the user is away, so even a few new exchanges are worth a round."""
+        return self.refiner.step(self, budget_seconds, settle=settle)
 
     def move_unit(self, unit: Unit, source: int, target: int) -> bool:
         """Move one exchange between live topics; never the exchange that names its topic."""
@@ -356,7 +398,7 @@ class ContextWindow:
         return TopicView(
             id=root,
             title=self.title(root),
-            summary=summary.text if summary else None,
+            summary=summary_body(summary.text) if summary else None,
             pending=self.is_dirty(root),
             message_count=len(info.members),
             source_tokens=centroid.tokens,
@@ -375,17 +417,43 @@ class ContextWindow:
         return [self.topic(r) for r in self.forest.roots()]
 
     def title(self, root: int) -> str:
-        """A short label: the topic's most named files/symbols (files first: what a developer
-        recognises at a glance), else its most distinctive terms."""
-        key = (root, self.forest.version(root), self.embedder.epoch)  # a term's weight may pick it
+        """What a person would call the topic: the title stored with its summary (the summary
+        model's, else the offline one made when the summary was applied), else, before its
+        first summary, its most named files and symbols (files first: what a developer
+        recognises at a glance). Only stored state decides, so every window shows the same."""
+        summary = self.summaries.get(root)
+        key = (
+            root,
+            self.forest.version(root),
+            self.embedder.epoch,
+            summary.text if summary else "",
+        )
         cached = self._titles.get(key)
         if cached is None:
-            cached = self._titles[key] = sanitize_line(self._make_title(root))
+            given = model_title(summary.text) if summary else None
+            cached = self._titles[key] = sanitize_line(given or self._names_title(root))
             if len(self._titles) > 4 * self.config.max_topics + 64:
                 self._titles = {key: cached}
         return cached
 
-    def _make_title(self, root: int) -> str:
+    def _offline_title(self, job: SummaryJob) -> str:
+        """The phrase of the topic's prose whose words it uses most, with the file or name it
+        is most about ("Rate limit · ratelimit.py"); its named things if it has no prose."""
+        centroid = self.index[job.topic_id]
+        phrases: Counter[str] = Counter()
+        state = self._key_lines.get(job.topic_id)
+        if state is not None:
+            phrases.update(state.phrases)
+        for message in job.request.messages:
+            phrases.update(message_phrases(message.content))
+        phrase = self._best_phrase(phrases, centroid.terms)
+        if not phrase:
+            return self._names_title(job.topic_id)
+        named = [n for n, _ in (centroid.files or centroid.symbols).most_common(1)]  # files first
+        thing = named[0].rsplit("/", 1)[-1] if named else None
+        return f"{phrase.capitalize()} · {thing}" if thing else phrase.capitalize()
+
+    def _names_title(self, root: int) -> str:
         centroid = self.index[root]
         named = [n for n, _ in (centroid.files + centroid.symbols).most_common(3)]
         names = sorted(named, key=lambda n: n not in centroid.files)  # stable: by count within
@@ -398,6 +466,18 @@ class ContextWindow:
                 if len(names) < 3 and not any(term in n.lower() for n in names):
                     names.append(term)
         return ", ".join(names) or f"topic {root}"
+
+    def _best_phrase(self, phrases: Counter[str], terms: Counter[str]) -> str | None:
+        """The phrase whose words this topic uses most, weighted by how rare they are
+        elsewhere, among those said in more than one message."""
+        idf = self.embedder.idf
+        scored = [
+            (count * sum(terms.get(w, 0) * idf.get(w, 0.0) for w in phrase.split()), phrase)
+            for phrase, count in phrases.items()
+        ]
+        said_again = [item for item in scored if phrases[item[1]] >= MIN_PHRASE_MESSAGES]
+        scored = said_again or scored
+        return max(scored)[1] if scored else None
 
     def members(self, topic_id: int) -> list[Message]:
         return self.log.get_many(self.forest.members(self._root(topic_id)))
@@ -471,7 +551,7 @@ class ContextWindow:
                 size += message.tokens
             request = SummaryRequest(
                 messages=tuple(self._condensed(m) for m in batch),
-                previous_summary=summary.text if summary else None,
+                previous_summary=summary_body(summary.text) if summary else None,
                 # never longer than half of what it summarizes
                 target_tokens=min(
                     target_tokens or self.summary_target(),
@@ -531,11 +611,14 @@ class ContextWindow:
         covered = (previous.covered if previous else set()) | set(job.message_ids)
         members = self.forest.members(job.topic_id)
         complete = covered.issuperset(members)
+        text = result.text
+        if not model_title(text):  # the offline title, stored with the summary: every window
+            text = f"{TITLE_PREFIX} {self._offline_title(job)}\n{text}"  # shows the same one
         self.summaries[job.topic_id] = Summary(
-            text=result.text,
+            text=text,
             version=job.version if complete else -1,  # a partial batch keeps the topic dirty
             covered=covered,
-            tokens=self.count(result.text),
+            tokens=self.count(summary_body(text)),
             model=result.model,
         )
         for message_id in job.message_ids:
@@ -564,8 +647,9 @@ class ContextWindow:
 
 
 def is_chatter(terms: Counter[str], tokens: int) -> bool:
-    """An exchange that says too little to have a topic of its own: it stays with the one it
-    answers instead of starting a topic that crowds out real ones."""
+    """An exchange that says too little to have a topic of its own ("thanks, that worked" and
+    its reply): it stays with the one it answers instead of starting a topic that crowds out
+    real ones."""
     return len(terms) < LOW_INFORMATION_TERMS or tokens < CHATTER_TOKENS
 
 

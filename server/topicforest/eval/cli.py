@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from topicforest.eval.dataset import DatasetError, default_paths, load_conversation
-from topicforest.eval.report import pct, targets, write_report
-from topicforest.eval.run import LABELS, SYSTEMS, Options, run
+from topicforest.eval.report import summary_lines, write_report
+from topicforest.eval.run import Options, run
 
 SHARED = Path(os.environ.get("TOPICFOREST_EVAL_DIR", "../shared/eval"))
 
@@ -56,6 +56,17 @@ def build_parser() -> argparse.ArgumentParser:
         "idle round (default: the user pauses after each reply)",
     )
     parser.add_argument(
+        "--no-aider",
+        action="store_true",
+        help="skip aider's real ChatSummary baseline (run in .venv-aider, built by make eval)",
+    )
+    parser.add_argument(
+        "--no-split",
+        action="store_true",
+        help="skip the split check (tune engine settings on half the conversations, report "
+        "the other half; never run with --model)",
+    )
+    parser.add_argument(
         "--no-sweep",
         action="store_true",
         help="skip replaying Topic Forest and flat at other budgets (default with --model)",
@@ -89,16 +100,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         think=args.think,
         pause=not args.no_pause,
         sweep=() if args.no_sweep or args.model else Options.sweep,
+        aider=not args.no_aider,
+        split=not args.no_split,
     )
     out = args.out or Path("docs/benchmarks-real.md" if args.model else "docs/benchmarks.md")
     evaluation = run(conversations, options)
+    print(f"aider: {evaluation.aider_note}")
     command = "make eval" if argv is None and len(sys.argv) == 1 else _command(argv)
     files = write_report(evaluation, out, command)
-    print(f"{'system':40} facts kept")
-    for system in SYSTEMS:
-        print(f"{LABELS[system]:40} {pct(*evaluation.survival(system))}")
-    for target in targets(evaluation):
-        print(f"{'MET ' if target.met else 'NOT MET'} {target.name}: {target.measured}")
+    print("\n".join(summary_lines(evaluation)))
     print("wrote " + ", ".join(str(f) for f in files))
     return 0
 

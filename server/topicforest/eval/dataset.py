@@ -20,6 +20,7 @@ class LabelledMessage:
     role: str
     topic: str | None  # None: chatter
     content: str
+    thread: str | None = None  # the chat thread it belongs to (None: the conversation's one thread)
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,10 @@ class Conversation:
     messages: tuple[LabelledMessage, ...]
     facts: tuple[Fact, ...]
     source: str = ""
+
+    def threads(self) -> list[str | None]:
+        """The conversation's threads in order of first message (`[None]`: a single thread)."""
+        return list(dict.fromkeys(m.thread for m in self.messages))
 
     def position(self, fact: Fact) -> str:
         """'early', 'middle' or 'late': which third of the session states the fact."""
@@ -80,7 +85,10 @@ def parse_conversation(raw: Any, source: str = "<data>") -> Conversation:
         topic = m.get("topic")
         if topic is not None and not isinstance(topic, str):
             raise fail(where, "topic must be a topic id or null")
-        messages.append(LabelledMessage(position, m["role"], topic, m["content"]))
+        thread = m.get("thread")
+        if thread is not None and (not isinstance(thread, str) or not thread.strip()):
+            raise fail(where, "thread must be a non-empty string when given")
+        messages.append(LabelledMessage(position, m["role"], topic, m["content"], thread))
     facts = []
     for position, f in enumerate(raw["facts"]):
         where = f"facts[{position}]"

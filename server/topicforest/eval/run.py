@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from topicforest.engine.llm import load_litellm
 from topicforest.engine.summarize.base import Summarizer
 from topicforest.engine.summarize.litellm_summarizer import LiteLLMSummarizer
+from topicforest.eval.aider_baseline import AiderJob, AiderUnavailable, check_aider, run_aider
 from topicforest.eval.dataset import Conversation
 from topicforest.eval.metrics import (
     adjusted_rand_index,
@@ -20,7 +21,9 @@ from topicforest.eval.metrics import (
     purity,
     shows_only_old,
 )
+from topicforest.eval.split import SplitCheck, split_check
 from topicforest.eval.systems import (
+    BaselineRun,
     Cost,
     FactTrace,
     TopicSpend,
@@ -31,14 +34,24 @@ from topicforest.eval.systems import (
 from topicforest.eval.waiting import ChatStub, WaitTrace, wait_flat, wait_topic_forest
 from topicforest.testing.stub_llm import STUB_API_KEY, StubLLM, ThreadedStubLLM
 
-SYSTEMS = ("forest_query", "forest", "flat", "truncation")
+# Systems scored with the primary summarizer (the stub's independent lead summary, or --model);
+# "aider" only when aider's venv can run (see topicforest.eval.aider_baseline).
+SYSTEMS = ("forest_query", "forest", "flat", "aider", "truncation")
+# The same systems again with the engine's own extractive scorer as the summarizer (stub only):
+# the second column, to show how much of a result comes from sharing the render's scorer.
+EXTRACTIVE_SYSTEMS = ("forest_query_x", "forest_x", "flat_x", "aider_x")
+EXTRACTIVE_SUFFIX = " (engine's extractive summarizer)"
 LABELS = {
     "forest_query": "Topic Forest (question as query)",
     "forest": "Topic Forest (no query)",
-    "flat": "Flat recursive summary",
+    "flat": "Flat recursive summary (reimplementation)",
+    "aider": "aider ChatSummary (real)",
     "truncation": "Truncation",
 }
-STUB_SUMMARY_MODEL = "openai/stub-summary"
+LABELS.update({f"{s}_x": LABELS[s] + EXTRACTIVE_SUFFIX for s in SYSTEMS if s != "truncation"})
+# One loopback stub serves both summarizers; the model name picks the stub's mode.
+STUB_SUMMARY_MODEL = "openai/stub-summary"  # the stub's lead summary: independent of the engine
+STUB_EXTRACTIVE_MODEL = "openai/stub-extractive"  # the engine's own ExtractiveSummarizer
 
 
 @dataclass
@@ -57,6 +70,8 @@ class Options:
     # Other history budgets to replay Topic Forest and flat at (no-query and question survival),
     # so a reader can see the gap is not peculiar to the main budget; () = none.
     sweep: tuple[int, ...] = (1024, 1536, 3072, 4096)
+    aider: bool = True  # run aider's real ChatSummary (stub only; needs .venv-aider)
+    split: bool = True  # tune on half the conversations, report the other half (stub only)
 
 
 @dataclass
@@ -142,6 +157,9 @@ class Evaluation:
     options: Options
     summarizer: str
     conversations: list[ConversationResult] = field(default_factory=list)
+    systems: tuple[str, ...] = SYSTEMS  # every system scored, in report order
+    aider_note: str = ""  # aider's version, or why its column is missing
+    split: SplitCheck | None = None
 
     def facts(self) -> list[FactOutcome]:
         return [f for c in self.conversations for f in c.facts]
@@ -202,8 +220,14 @@ def _composition(pairs: Sequence[tuple[int, str]]) -> dict[int, dict[str, int]]:
 
 
 async def evaluate_conversation(
-    conv: Conversation, summarizer: Summarizer, options: Options
+    conv: Conversation,
+    summarizer: Summarizer,
+    options: Options,
+    extractive: Summarizer | None = None,
+    aider: dict[str, BaselineRun] | None = None,
 ) -> ConversationResult:
+    """Replay and score `conv`; `extractive`: also replay Topic Forest and flat with it;
+    `aider`: aider's runs already made ("aider", "aider_x" -> its final context and cost)."""
     forest = await run_topic_forest(
         conv, summarizer, options.budget, idle_after_reply=options.pause
     )
@@ -228,6 +252,19 @@ async def evaluate_conversation(
         "flat": dict.fromkeys(every, flat.context),
         "truncation": dict.fromkeys(every, truncation.context),
     }
+    cost = {"forest": forest.cost, "flat": flat.cost, "truncation": truncation.cost}
+    if extractive is not None:
+        forest_x = await run_topic_forest(
+            conv, extractive, options.budget, idle_after_reply=options.pause
+        )
+        flat_x = await run_flat(conv, extractive, options.budget)
+        contexts["forest_query_x"] = forest_x.context_by_fact
+        contexts["forest_x"] = dict.fromkeys(every, forest_x.context_no_query)
+        contexts["flat_x"] = dict.fromkeys(every, flat_x.context)
+        cost.update(forest_x=forest_x.cost, flat_x=flat_x.cost)
+    for system, baseline in (aider or {}).items():
+        contexts[system] = dict.fromkeys(every, baseline.context)
+        cost[system] = baseline.cost
     facts = score(conv, contexts)
     for outcome in facts:
         outcome.trace = forest.traces[outcome.id]
@@ -237,7 +274,7 @@ async def evaluate_conversation(
         messages=len(conv.messages),
         facts=facts,
         clustering=clustering(conv, forest.clusters),
-        cost={"forest": forest.cost, "flat": flat.cost, "truncation": truncation.cost},
+        cost=cost,
         topics=forest.topics,
         max_render_tokens=forest.max_render_tokens,
         fallback_renders=forest.fallback_renders,
@@ -301,18 +338,56 @@ async def evaluate(conversations: Sequence[Conversation], options: Options) -> E
     if options.model is None:
         os.environ.setdefault("OPENAI_API_KEY", STUB_API_KEY)  # litellm wants one; stub ignores
     async with StubLLM() as stub:
+        extractive: Summarizer | None = None
         if options.model:
             summarizer = LiteLLMSummarizer(options.model, api_base=options.api_base)
         else:
             summarizer = LiteLLMSummarizer(STUB_SUMMARY_MODEL, api_base=stub.base_url)
-        evaluation = Evaluation(options, summarizer.name)
-        for conv in conversations:
-            result = await evaluate_conversation(conv, summarizer, options)
+            extractive = LiteLLMSummarizer(STUB_EXTRACTIVE_MODEL, api_base=stub.base_url)
+        aider, note = await aider_runs(conversations, options, stub.base_url)
+        present = {s for runs in aider for s in runs}
+        systems = tuple(
+            s
+            for s in SYSTEMS + (EXTRACTIVE_SYSTEMS if extractive else ())
+            if not s.startswith("aider") or s in present
+        )
+        evaluation = Evaluation(options, summarizer.name, systems=systems, aider_note=note)
+        for conv, aider_run in zip(conversations, aider, strict=True):
+            result = await evaluate_conversation(conv, summarizer, options, extractive, aider_run)
             if options.waiting:
                 real = summarizer if options.model else None
                 result.waiting = await measure_waiting(conv, options, real)
             evaluation.conversations.append(result)
+        if options.split and not options.model:  # real calls cost money: stub only
+            evaluation.split = await split_check(
+                conversations, summarizer, options.budget, options.pause
+            )
     return evaluation
+
+
+async def aider_runs(
+    conversations: Sequence[Conversation], options: Options, base_url: str
+) -> tuple[list[dict[str, BaselineRun]], str]:
+    """aider's real ChatSummary on every conversation, with both stub summarizers, in one driver
+    process; ([{} per conversation], why) when it cannot run."""
+    nothing: list[dict[str, BaselineRun]] = [{} for _ in conversations]
+    if options.model:
+        return nothing, "aider's ChatSummary runs against the loopback stub only (not --model)"
+    if not options.aider:
+        return nothing, "aider's ChatSummary not run (--no-aider)"
+    try:
+        version = await check_aider()
+        models = {"aider": STUB_SUMMARY_MODEL, "aider_x": STUB_EXTRACTIVE_MODEL}
+        jobs = [
+            AiderJob(conv, model.split("/", 1)[1], options.budget)
+            for conv in conversations
+            for model in models.values()
+        ]
+        runs = iter(await run_aider(jobs, base_url, STUB_API_KEY))
+    except AiderUnavailable as exc:
+        return nothing, f"aider's ChatSummary column omitted: {exc}"
+    by_conv = [{system: next(runs) for system in models} for _ in conversations]
+    return by_conv, f"aider-chat {version}"
 
 
 def run(conversations: Sequence[Conversation], options: Options) -> Evaluation:

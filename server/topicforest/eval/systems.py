@@ -7,6 +7,13 @@
 - Flat: aider's ChatSummary loop with the engine's `summarize_flat`: after each exchange, if the
   done messages exceed the budget, replace them by summary + newest half.
 - Truncation: the newest messages that fit the budget.
+
+Threads: a message with a `thread` is appended to its own chat thread of the window (in index
+order), and each user turn renders for its own thread. The final renders (no query, and one per
+fact) are for the thread of the conversation's LAST message: the thread the user is in when the
+facts are asked about; other threads' hot zones are not part of it (as in the product, where a
+thread sees its own hot zone and the shared forest). Flat and truncation keep one history of all
+messages in index order: aider and plain truncation have no notion of threads.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from topicforest.engine.summarize.base import Summarizer, SummaryRequest, Summar
 from topicforest.engine.summarize.flat import summarize_flat
 from topicforest.engine.tokens import TokenCounter, estimate_tokens
 from topicforest.engine.window import ContextWindow
-from topicforest.eval.dataset import Conversation
+from topicforest.eval.dataset import Conversation, LabelledMessage
 
 THREAD = "eval"
 START = 1_700_000_000.0
@@ -82,8 +89,8 @@ class TopicSpend:
 class FactTrace:
     """Where a fact's message was at the end, for diagnosing the engine."""
 
-    topic: int | None  # its topic (None: still in the hot zone)
-    hot: bool
+    topic: int | None  # its topic (None: still in a hot zone)
+    hot: bool  # in a hot zone: the final render's thread's own, or another thread's
     mode_no_query: str  # how that topic rendered: a render mode, "omitted" or "hot"
     mode_query: str
     message_shown_query: bool  # the fact's own message among the originals shown (query)
@@ -105,6 +112,11 @@ class ForestRun:
 class BaselineRun:
     context: str
     cost: Cost = field(default_factory=Cost)
+
+
+def thread_of(message: LabelledMessage) -> str:
+    """The window thread a conversation message is replayed into."""
+    return message.thread or THREAD
 
 
 def _message(conv: Conversation, index: int, count: TokenCounter) -> Message:
@@ -130,11 +142,13 @@ async def maintain(window: ContextWindow, summarizer: Summarizer, *, idle: bool 
         report = await resolve_round(window, summarizer, idle=idle)
         attempted = report.applied + report.stale + report.failed
         if attempted == 0 or (report.applied == 0 and report.failed):
-            return
+            break
+    window.prepare_key_lines(budget_seconds=math.inf)
 
 
 def settle(window: ContextWindow, max_slices: int = 200) -> None:
     """Re-cluster until nothing is left to do, as upkeep does while the user is away."""
+    window.refine(budget_seconds=math.inf, settle=True)
     for _ in range(max_slices):
         if not window.refine_pending:
             return
@@ -159,24 +173,26 @@ async def run_topic_forest(
     max_tokens = 0
     fallbacks = 0
     for index, m in enumerate(conv.messages):
-        message = window.append(THREAD, m.role, m.content, timestamp=START + index * TURN_SECONDS)
+        thread = thread_of(m)
+        message = window.append(thread, m.role, m.content, timestamp=START + index * TURN_SECONDS)
         ids.append(message.id)
         if m.role == "user":  # a chat turn renders right after storing the question
-            rendered = window.render(query=m.content, thread_id=THREAD)
+            rendered = window.render(query=m.content, thread_id=thread)
             max_tokens = max(max_tokens, rendered.tokens)
             fallbacks += rendered.fallback
         await maintain(window, counting)
         if idle_after_reply and m.role == "assistant":
             await maintain(window, counting, idle=True)
 
-    final = window.render(thread_id=THREAD)
+    last = thread_of(conv.messages[-1])  # the final renders are for the last message's thread
+    final = window.render(thread_id=last)
     by_fact = {}
     traces = {}
     for fact in conv.facts:
-        rendered = window.render(query=fact.question, thread_id=THREAD)
+        rendered = window.render(query=fact.question, thread_id=last)
         by_fact[fact.id] = rendered.text()
         max_tokens = max(max_tokens, rendered.tokens)
-        traces[fact.id] = _trace(window, ids[fact.msg_index], final, rendered)
+        traces[fact.id] = _trace(window, last, ids[fact.msg_index], final, rendered)
     topics = [
         TopicSpend(
             t.id,
@@ -190,7 +206,8 @@ async def run_topic_forest(
         if not t.dropped
     ]
     # Cluster quality is judged on every message: an idle thread flushes its hot zone anyway.
-    window.flush_thread(THREAD)
+    for thread in window.threads():
+        window.flush_thread(thread)
     settle(window)
     clusters = [window.forest.find(i) for i in ids]
     return ForestRun(
@@ -206,12 +223,21 @@ async def run_topic_forest(
 
 
 def _trace(
-    window: ContextWindow, message_id: int, plain: RenderedContext, query: RenderedContext
+    window: ContextWindow,
+    thread: str,
+    message_id: int,
+    plain: RenderedContext,
+    query: RenderedContext,
 ) -> FactTrace:
-    hot = message_id in {m.id for m in window.hot_messages(THREAD)}
-    topic = None if hot else window.forest.find(message_id)
+    hot = message_id in {m.id for m in window.hot_messages(thread)}
+    other_hot = not hot and any(
+        message_id in {m.id for m in window.hot_messages(t)} for t in window.threads()
+    )
+    topic = None if hot or other_hot else window.forest.find(message_id)
 
     def mode(rendered: RenderedContext) -> str:
+        if other_hot:
+            return "another thread's hot zone"
         if hot:
             return "hot" if message_id in rendered.hot_message_ids else "hot, cut"
         shown = next((t for t in rendered.topics if t.id == topic), None)
@@ -220,7 +246,7 @@ def _trace(
     shown = next((t for t in query.topics if t.id == topic), None)
     return FactTrace(
         topic=topic,
-        hot=hot,
+        hot=hot or other_hot,
         mode_no_query=mode(plain),
         mode_query=mode(query),
         message_shown_query=hot or bool(shown and message_id in shown.message_ids),

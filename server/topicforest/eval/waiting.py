@@ -6,7 +6,8 @@ down (by default 1/10: summaries take 100–300 ms standing for 1–3 s, the cha
 the user answers at once (think time 0, the worst case for waiting), and each turn's critical
 path is measured with the wall clock from receiving the message to starting the model call.
 
-- Topic Forest: the product's own `WorkspaceMemory.chat` with its background maintenance task.
+- Topic Forest: the product's own `WorkspaceMemory.chat` with its background maintenance task;
+  each exchange in its own chat thread when the conversation has threads.
 - Flat (aider style): after each reply, if the history is too big, summarizing starts in the
   background; the next turn first waits for it (aider's summarize_end), then renders.
 """
@@ -27,7 +28,7 @@ from topicforest.engine.summarize.flat import summarize_flat
 from topicforest.engine.tokens import estimate_tokens
 from topicforest.engine.window import ContextWindow
 from topicforest.eval.dataset import Conversation
-from topicforest.eval.systems import THREAD, CountingSummarizer, too_big
+from topicforest.eval.systems import THREAD, CountingSummarizer, thread_of, too_big
 
 CHAT_MODEL = "openai/stub-chat"
 
@@ -57,14 +58,26 @@ async def _chat(chat: ChatStub, messages: list[dict[str, str]], reply: str) -> s
         await model.close()
 
 
-def _exchanges(conv: Conversation) -> list[tuple[str, str | None]]:
-    pairs: list[tuple[str, str | None]] = []
+@dataclass
+class Exchange:
+    thread: str
+    question: str
+    answer: str | None = None
+
+
+def _exchanges(conv: Conversation) -> list[Exchange]:
+    """User turns in index order, each with the next assistant reply in its own thread."""
+    exchanges: list[Exchange] = []
+    open_by_thread: dict[str, Exchange] = {}
     for m in conv.messages:
+        thread = thread_of(m)
         if m.role == "user":
-            pairs.append((m.content, None))
-        elif pairs and pairs[-1][1] is None:
-            pairs[-1] = (pairs[-1][0], m.content)
-    return pairs
+            exchange = Exchange(thread, m.content)
+            exchanges.append(exchange)
+            open_by_thread[thread] = exchange
+        elif thread in open_by_thread:
+            open_by_thread.pop(thread).answer = m.content
+    return exchanges
 
 
 async def wait_topic_forest(
@@ -83,10 +96,9 @@ async def wait_topic_forest(
     )
     memory.start()
     try:
-        for turn, (question, answer) in enumerate(_exchanges(conv)):
-            memory_reply = answer or "ok"
-            chat.script(memory_reply)
-            await memory.chat(THREAD, f"t{turn}", question)
+        for turn, exchange in enumerate(_exchanges(conv)):
+            chat.script(exchange.answer or "ok")
+            await memory.chat(exchange.thread, f"t{turn}", exchange.question)
             await asyncio.sleep(think)
         turns = list(memory.critical_path)
     finally:
@@ -108,7 +120,8 @@ async def wait_flat(
         next_id += 1
         return Message(next_id, THREAD, "user" if role == "user" else "assistant", text, 0.0, 0)
 
-    for question, answer in _exchanges(conv):
+    for exchange in _exchanges(conv):  # one flat history, as aider keeps
+        question, answer = exchange.question, exchange.answer
         received = time.perf_counter()
         if pending is not None:  # aider: summarize_end() joins the running summary first
             done = await pending

@@ -513,3 +513,7 @@ class StoredWindow(ContextWindow):
     def apply_summary(self, job: SummaryJob, result: SummaryResult) -> bool:
         with self.store.transaction():
             return super().apply_summary(job, result)
+
+    def refine(self, budget_seconds: float = 0.05, *, settle: bool = False) -> set[int]:
+        with self.store.transaction():
+            return super().refine(budget_seconds, settle=settle)

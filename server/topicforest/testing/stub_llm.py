@@ -4,9 +4,14 @@ Point litellm at it with `model="openai/<any name>"` and `api_base=stub.base_url
 openai provider insists on some API key: pass `api_key=STUB_API_KEY` or put `stub.env` (a fake
 `OPENAI_API_KEY`) into the environment of the code under test.
 
-- A request whose system message carries the Topic Forest summarize prompt gets a deterministic,
-  capacity-limited extractive summary: about 20% of the transcript's tokens, clamped to 40–400 (and
-  never more than the request asks for), made by the engine's own `ExtractiveSummarizer`.
+- A summarize request (the system message carries Topic Forest's summarize prompt, or aider's
+  `ChatSummary` prompt) gets a deterministic, capacity-limited summary: about 20% of the
+  transcript's tokens, clamped to 40–400 (and never more than the request asks for). By default
+  it is the *lead* summary (`lead_summary`): the first sentence of every message in order, then
+  the second of every message, and so on until the capacity; it shares no code with the engine's
+  summarizers, so an evaluation using it cannot be tuned by tuning the engine. A model name
+  containing "extractive" (e.g. `openai/stub-extractive`), or `StubLLM(summary_mode=
+  "extractive")`, selects the engine's own `ExtractiveSummarizer` instead.
 - Any other request gets a deterministic chat reply quoting the last user message, or the next
   scripted reply; streamed (`stream: true`) as several SSE chunks.
 - Latency per call and per chunk, fault injection per call (HTTP status, hang, malformed JSON,
@@ -39,11 +44,11 @@ from aiohttp import web
 
 from topicforest.engine.messages import Message
 from topicforest.engine.summarize.base import QUOTE, SUMMARIZE_PROMPT, SummaryRequest
-from topicforest.engine.summarize.extractive import ExtractiveSummarizer
 from topicforest.engine.tokens import estimate_tokens
 
 # eof: the stream's content, then a clean end with neither a finish_reason nor [DONE]
 FaultKind = Literal["status", "hang", "malformed", "broken_sse", "eof"]
+SummaryMode = Literal["lead", "extractive"]
 Latency = float | tuple[float, float]
 
 STUB_API_KEY = "sk-stub-not-a-secret"  # the stub never checks it; litellm only needs one set
@@ -53,6 +58,12 @@ SUMMARY_MAX = 400
 MESSAGE_OVERHEAD = 4  # tokens per chat message for role and separators, as the engine counts
 _ASKED = re.compile(r"^Summarize in at most (\d+) tokens:\s*\n", re.MULTILINE)
 _HEADERS = {"# USER": "user", "# ASSISTANT": "assistant", "# EARLIER SUMMARY": "summary"}
+# The first line of aider's summarize prompt (aider/prompts.py `summarize`, aider-chat 0.86.2).
+AIDER_SUMMARIZE_PROMPT = "*Briefly* summarize this partial conversation about programming."
+EXTRACTIVE_MODEL_MARK = "extractive"  # in a model name: the engine's extractive summary
+# A sentence ends at . ! or ? followed by whitespace; a line break always ends one.
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\s*\n\s*")
+_FENCE = re.compile(r"^`{3,}[\w+-]*$")  # a bare code fence line is no sentence
 
 
 @dataclass(frozen=True)
@@ -96,6 +107,10 @@ class StubConfig:
     # faults consumed only by calls of that kind (before the shared `faults` queue).
     kind_latency: dict[str, float] = field(default_factory=dict)
     kind_faults: dict[str, deque[Fault]] = field(default_factory=dict)
+    summary_mode: SummaryMode = "lead"  # for model names without EXTRACTIVE_MODEL_MARK
+    # Topic Forest summaries open with a "Title: ..." line, as the prompt asks a real model to
+    # (off by default: the evaluation's summarizer stays the plain lead summary).
+    titles: bool = False
 
 
 class StubLLM:
@@ -112,6 +127,7 @@ class StubLLM:
         replies: Sequence[str] = (),
         faults: Sequence[Fault | None] = (),
         seed: int = 0,
+        summary_mode: SummaryMode = "lead",
     ) -> None:
         self.host = host
         self.port = port
@@ -122,12 +138,12 @@ class StubLLM:
             seed=seed,
             replies=deque(replies),
             faults=deque(faults),
+            summary_mode=summary_mode,
         )
         self.requests: list[RequestRecord] = []
         self._random = random.Random(seed)
         self._runner: web.AppRunner | None = None
         self._closing: asyncio.Event | None = None
-        self._summarizer = ExtractiveSummarizer()
 
     # -- lifecycle -------------------------------------------------------------------------
     @property
@@ -230,7 +246,10 @@ class StubLLM:
         model = str(body.get("model", "stub"))
         stream = bool(body.get("stream", False))
         system = "\n".join(_text(m) for m in messages if m.get("role") == "system")
-        kind: Literal["summary", "chat"] = "summary" if SUMMARIZE_PROMPT in system else "chat"
+        aider = AIDER_SUMMARIZE_PROMPT in system
+        kind: Literal["summary", "chat"] = (
+            "summary" if aider or SUMMARIZE_PROMPT in system else "chat"
+        )
         record = RequestRecord(
             started=time.time(),
             model=model,
@@ -259,7 +278,13 @@ class StubLLM:
             )
 
         max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
-        reply = self._summary(messages) if kind == "summary" else self._chat(messages)
+        if kind == "summary":
+            mode = self.config.summary_mode
+            if EXTRACTIVE_MODEL_MARK in model:
+                mode = "extractive"
+            reply = self._summary(messages, mode, aider=aider)
+        else:
+            reply = self._chat(messages)
         if isinstance(max_tokens, int) and max_tokens > 0:
             reply = _clip(reply, max_tokens)
         record.reply = reply
@@ -321,9 +346,14 @@ class StubLLM:
         return response
 
     # -- replies ---------------------------------------------------------------------------
-    def _summary(self, messages: list[dict[str, Any]]) -> str:
+    def _summary(self, messages: list[dict[str, Any]], mode: SummaryMode, *, aider: bool) -> str:
         prompt = "\n".join(_text(m) for m in messages if m.get("role") == "user")
-        return summarize_transcript(prompt, self._summarizer)
+        if aider:
+            return summarize_aider_transcript(prompt, mode)
+        summary = summarize_transcript(prompt, mode)
+        if self.config.titles:
+            return f"Title: {stub_title(summary)}\n{summary}"
+        return summary
 
     def _chat(self, messages: list[dict[str, Any]]) -> str:
         if self.config.replies:
@@ -369,30 +399,103 @@ def parse_transcript(text: str) -> tuple[list[Message], str | None]:
         if role == "summary":
             previous = content
         elif content.strip():
-            messages.append(
-                Message(
-                    id=len(messages) + 1,
-                    thread_id="stub",
-                    role="user" if role == "user" else "assistant",
-                    content=content,
-                    timestamp=0.0,
-                    tokens=estimate_tokens(content),
-                )
-            )
+            messages.append(_stub_message(len(messages), role, content))
     return messages, previous
 
 
-def summarize_transcript(prompt: str, summarizer: ExtractiveSummarizer | None = None) -> str:
-    """The stub's summary of a summarize prompt's user part (deterministic)."""
+def summarize_transcript(prompt: str, mode: SummaryMode = "lead") -> str:
+    """The stub's summary of a Topic Forest summarize prompt's user part (deterministic)."""
     asked_match = _ASKED.search(prompt)
     asked = int(asked_match.group(1)) if asked_match else None
     transcript = prompt[asked_match.end() :] if asked_match else prompt
     messages, previous = parse_transcript(transcript)
     target = summary_capacity(estimate_tokens(transcript), asked)
+    if mode == "lead":
+        texts = [previous] if previous else []
+        return lead_summary([*texts, *(m.content for m in messages)], target)
+    return _extractive(messages, previous, target)
+
+
+def parse_aider_transcript(text: str) -> list[tuple[str, str]]:
+    """(role, content) blocks of aider's summarize request: `# USER` / `# ASSISTANT` header
+    lines, each followed by the message's text unquoted (aider's `ChatSummary.summarize_all`)."""
+    blocks: list[tuple[str, list[str]]] = []
+    for line in text.split("\n"):
+        role = {"# USER": "user", "# ASSISTANT": "assistant"}.get(line.rstrip())
+        if role:
+            blocks.append((role, []))
+        elif blocks:
+            blocks[-1][1].append(line)
+    if not blocks:
+        return [("user", text)]
+    return [(role, "\n".join(lines).strip("\n")) for role, lines in blocks]
+
+
+def summarize_aider_transcript(prompt: str, mode: SummaryMode = "lead") -> str:
+    """The stub's summary of an aider summarize request. aider asks for no size, so the capacity
+    is the 20% rule alone; an earlier summary arrives as the first `# USER` block and is read as
+    the first message."""
+    blocks = [(role, content) for role, content in parse_aider_transcript(prompt) if content]
+    target = summary_capacity(estimate_tokens(prompt))
+    if mode == "lead":
+        return lead_summary([content for _, content in blocks], target)
+    messages = [_stub_message(i, role, content) for i, (role, content) in enumerate(blocks)]
+    return _extractive(messages, None, target)
+
+
+def split_sentences(text: str) -> list[str]:
+    """A deliberately simple sentence splitter: . ! ? before whitespace, and line breaks."""
+    parts = (p.strip() for p in _SENTENCE_BREAK.split(text))
+    return [p for p in parts if p and not _FENCE.match(p)]
+
+
+def stub_title(summary: str) -> str:
+    """A deterministic title for tests: the summary's first four words."""
+    return " ".join(summary.split()[:4]).rstrip(".,:;") or "Untitled"
+
+
+def lead_summary(texts: Sequence[str], capacity: int) -> str:
+    """The leading sentences of each text within `capacity` tokens (estimate_tokens).
+
+    Sentences are taken round by round: the first sentence of every text in order, then the
+    second of every text, and so on; a sentence that would overflow the capacity is skipped
+    (a shorter later one may still fit). The chosen sentences are written back in conversation
+    order, one line per text. Counting each sentence on its own (with its +1) never undercounts
+    the joined text.
+    """
+    sentences = [split_sentences(text) for text in texts]
+    chosen: list[list[str]] = [[] for _ in texts]
+    used = 0
+    for rank in range(max((len(s) for s in sentences), default=0)):
+        for index, own in enumerate(sentences):
+            if rank >= len(own):
+                continue
+            cost = estimate_tokens(own[rank])
+            if used + cost <= capacity:
+                chosen[index].append(own[rank])
+                used += cost
+    return "\n".join(" ".join(picked) for picked in chosen if picked)
+
+
+def _extractive(messages: Sequence[Message], previous: str | None, target: int) -> str:
+    """The engine's own extractive summary (the second, non-independent mode)."""
+    from topicforest.engine.summarize.extractive import ExtractiveSummarizer
+
     request = SummaryRequest(
         messages=tuple(messages), previous_summary=previous, target_tokens=target
     )
-    return (summarizer or ExtractiveSummarizer()).summarize_now(request).text
+    return ExtractiveSummarizer().summarize_now(request).text
+
+
+def _stub_message(index: int, role: str, content: str) -> Message:
+    return Message(
+        id=index + 1,
+        thread_id="stub",
+        role="user" if role == "user" else "assistant",
+        content=content,
+        timestamp=0.0,
+        tokens=estimate_tokens(content),
+    )
 
 
 def echo_reply(messages: list[dict[str, Any]]) -> str:

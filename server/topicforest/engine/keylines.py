@@ -1,0 +1,162 @@
+"""Key lines: the facts of a topic most likely to be asked about again, for a render with no query.
+
+A summary capped near a fifth of its input drops most facts, and without a question nothing brings
+them back. So besides its summary a topic shows its key lines: short lines and sentences of its
+original messages that state a value (a setting, a version, a port, a flag, a path, a number),
+preferring the assistant's (where decisions and code land), rare words, many named things and
+later messages (a value may have been changed since), at the best worth per token. Trailing
+comments and runs of spaces are trimmed; a setting stated again later replaces the earlier line.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from topicforest.engine.embedding import STOPWORDS, extract
+from topicforest.engine.messages import Message
+from topicforest.engine.passages import VALUE, split_passages
+from topicforest.engine.summarize.extractive import entities
+from topicforest.engine.tokens import TokenCounter
+
+MAX_LINE_CHARS = 200  # longer passages are prose, not a fact one can quote
+ASSISTANT_WEIGHT = 2.0
+RECENCY_WEIGHT = 1.0  # the newest line is worth this much more than the oldest
+_COMMENT = re.compile(r"\s+(?://|#)\s.*$")
+_SPACES = re.compile(r"\s{2,}")
+_LITERAL = re.compile(r"\d|\"[^\"]+\"|'[^']+'|`[^`]+`|(?<![\w-])--?[a-z][\w-]+|\w/\w")
+MIN_LETTERS = 4
+_SETTING = re.compile(r"^\s*([\w.\-\[\]\"']+)\s*[:=]")
+
+
+@dataclass(frozen=True, slots=True)
+class KeyLine:
+    text: str
+    message_id: int
+    position: int
+    assistant: bool
+    names: int  # how many distinct things it names
+    terms: tuple[str, ...]
+    setting: str | None  # the name it assigns, if it is a `name = value` line
+
+
+def phrases(text: str) -> set[str]:
+    """Two-word phrases of the prose of `text` ("rate limiting", "connection pool"): what a
+    person would call the subject, where identifiers name its parts."""
+    found: set[str] = set()
+    for passage in split_passages(text):
+        if passage.code:
+            continue
+        words = [w.strip(".,;:!?()\"'") for w in passage.text.split()]  # path parts are no words
+        for first, second in itertools.pairwise(words):
+            if _plain(first) and _plain(second):
+                found.add(f"{first.lower()} {second.lower()}")
+    return found
+
+
+def _plain(word: str) -> bool:
+    return (
+        len(word) >= 3
+        and word.isalpha()
+        and word.lower() not in STOPWORDS
+        and (word.islower() or word.istitle())
+    )
+
+
+def states_a_value(text: str) -> bool:
+    """A line that sets or names something concrete: a number, a quoted string, a flag or a
+    path, in a line with words around it (not `if err != nil {` or a bare `1.`)."""
+    return (
+        VALUE.search(text) is not None
+        and _LITERAL.search(text) is not None
+        and sum(c.isalpha() for c in text) >= MIN_LETTERS
+    )
+
+
+def key_lines(message: Message) -> list[KeyLine]:
+    """The lines of one message that state a value, trimmed."""
+    out: list[KeyLine] = []
+    for position, passage in enumerate(split_passages(message.content)):
+        text = _SPACES.sub(" ", _COMMENT.sub("", passage.text)).strip()
+        if not text or len(text) > MAX_LINE_CHARS or not states_a_value(text):
+            continue
+        setting = _SETTING.match(text)
+        out.append(
+            KeyLine(
+                text=text,
+                message_id=message.id,
+                position=position,
+                assistant=message.role != "user",
+                names=len(set(entities(text))),
+                terms=tuple(extract(text).terms),
+                setting=setting.group(1).lower() if setting else None,
+            )
+        )
+    return out
+
+
+@dataclass
+class KeyLineState:
+    """A topic's key lines collected so far: from its first `done` members, the last of which
+    is `last` (a topic whose member list changed other than at its end starts again)."""
+
+    lines: list[KeyLine] = field(default_factory=list)
+    phrases: Counter[str] = field(default_factory=Counter)  # two-word phrases, per message
+    done: int = 0
+    last: int | None = None
+
+    def add(self, message: Message) -> None:
+        self.lines += key_lines(message)
+        self.phrases.update(phrases(message.content))
+
+    def continues(self, members: list[int]) -> bool:
+        return self.done <= len(members) and (self.done == 0 or members[self.done - 1] == self.last)
+
+
+def select(
+    lines: list[KeyLine],
+    idf: Mapping[str, float],
+    room: int,
+    count: TokenCounter,
+    skip: str = "",
+) -> list[KeyLine]:
+    """The best key lines within `room` tokens, in conversation order; `skip`: text the reader
+    sees anyway (a summary), whose lines are not repeated."""
+    if not lines or room <= 0:
+        return []
+    newest = max(line.message_id for line in lines) or 1
+    oldest = min(line.message_id for line in lines)
+    latest_setting: dict[str, tuple[int, int]] = {}
+    for line in lines:
+        if line.setting:
+            key = (line.message_id, line.position)
+            latest_setting[line.setting] = max(latest_setting.get(line.setting, key), key)
+    seen = {s for s in skip.lower().split("\n") if s}
+    ranked = []
+    for line in lines:
+        if line.setting and latest_setting[line.setting] != (line.message_id, line.position):
+            continue  # stated again later: the later value is the current one
+        specificity = sum(idf.get(t, 0.0) for t in line.terms) / (1 + len(line.terms))
+        age = (line.message_id - oldest) / max(1, newest - oldest)
+        worth = (line.names + specificity) * (1 + RECENCY_WEIGHT * age)
+        worth *= ASSISTANT_WEIGHT if line.assistant else 1.0
+        cost = count(line.text) + 1
+        ranked.append((worth / cost, line, cost))
+    ranked.sort(key=lambda item: -item[0])
+    chosen: list[KeyLine] = []
+    texts: set[str] = set()
+    used = 0
+    lowered_skip = skip.lower()
+    for _, line, cost in ranked:
+        lowered = line.text.lower()
+        if lowered in texts or lowered in seen or (skip and lowered in lowered_skip):
+            continue
+        if used + cost > room:
+            continue
+        chosen.append(line)
+        texts.add(lowered)
+        used += cost
+    return sorted(chosen, key=lambda line: (line.message_id, line.position))

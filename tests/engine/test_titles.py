@@ -1,0 +1,77 @@
+"""Topic titles a person would recognise: the summary model's own title (same call), else a
+phrase the topic's messages use, with the file or name it is most about."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from topicforest.engine import ContextWindow, WindowConfig
+from topicforest.engine.resolver import resolve_all
+from topicforest.engine.summarize.base import model_title, summary_body
+from topicforest.engine.summarize.extractive import ExtractiveSummarizer
+from topicforest.engine.summarize.litellm_summarizer import LiteLLMSummarizer
+from topicforest.testing.stub_llm import STUB_API_KEY, StubLLM, stub_title
+
+SAMPLE = Path(__file__).parents[2] / "server/topicforest/data/sample_conversation.json"
+
+
+@pytest.fixture
+def stub_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", STUB_API_KEY)  # litellm wants one; the stub ignores it
+
+
+def test_a_title_line_is_read_and_kept_out_of_the_summary() -> None:
+    text = "Title: Redis rate limiting per API key, fixed window, and more\nI asked you ..."
+    assert model_title(text) == "Redis rate limiting per API key,"  # six words at most
+    assert summary_body(text) == "I asked you ..."
+    assert model_title("I asked you about Title: x") is None
+    assert summary_body("I asked you ...") == "I asked you ..."
+
+
+def replay_sample(window: ContextWindow) -> None:
+    for message in json.loads(SAMPLE.read_text())["messages"]:
+        window.append("chat", message["role"], message["content"], timestamp=message["index"])
+        window.graduate()
+        window.refine(budget_seconds=math.inf)
+    window.flush_thread("chat")
+    window.refine(budget_seconds=math.inf, settle=True)
+    window.prepare_key_lines(budget_seconds=math.inf)
+
+
+async def test_the_summary_model_titles_the_topic_in_the_same_call(stub_env: None) -> None:
+    async with StubLLM() as stub:
+        stub.config.titles = True
+        window = ContextWindow(WindowConfig(history_budget=2048))
+        replay_sample(window)
+        summarizer = LiteLLMSummarizer("openai/stub", api_base=stub.base_url, timeout=5)
+        await resolve_all(window, summarizer)
+        calls = len(stub.calls("summary"))
+        assert calls >= len(window.topic_ids())  # one call per topic at least, none extra
+        for view in window.topics():
+            summary = window.summaries[view.id].text
+            assert summary.startswith(f"Title: {stub_title(summary_body(summary))}\n")
+            assert view.title == model_title(summary)
+            assert view.summary is not None and not view.summary.startswith("Title:")
+        rendered = window.render(thread_id="chat").text()
+        assert "Title:" not in rendered
+
+
+async def test_offline_titles_are_phrases_of_the_topic_not_identifier_lists() -> None:
+    window = ContextWindow(WindowConfig(history_budget=2048))
+    replay_sample(window)
+    await resolve_all(window, ExtractiveSummarizer())  # the offline summarizer writes no title
+    for view in window.topics():
+        assert window.summaries[view.id].text.startswith("Title: ")  # stored with the summary
+        phrase, _, name = view.title.partition(" · ")
+        assert len(phrase.split()) == 2 and name, view.title
+        words = [
+            [w.strip(".,;:!?()\"'`").lower() for w in m.content.split()]
+            for m in window.members(view.id)
+        ]
+        pairs = {f"{a} {b}" for ws in words for a, b in itertools.pairwise(ws)}
+        assert phrase.lower() in pairs, view.title  # the topic's own words, in its own order
