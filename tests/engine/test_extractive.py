@@ -9,6 +9,7 @@ from topicforest.engine.messages import Message
 from topicforest.engine.render import fit_summary
 from topicforest.engine.resolver import resolve_all
 from topicforest.engine.summarize import ExtractiveSummarizer
+from topicforest.engine.summarize.base import summary_body
 from topicforest.engine.summarize.extractive import LEAD, Digest, entities
 
 
@@ -121,7 +122,7 @@ def test_render_cut_spends_no_room_on_a_lead() -> None:
     window.flush_thread("t")
     asyncio.run(resolve_all(window, ExtractiveSummarizer()))
     (root,) = window.forest.live_roots()
-    summary = window.summaries[root].text
+    summary = summary_body(window.summaries[root].text)  # the title line is stored first
     assert summary.startswith(LEAD)  # a summary shown on its own leads with what it is about
     cut = fit_summary(window, root, summary, 40)
     assert cut and LEAD not in cut
@@ -136,7 +137,7 @@ def test_render_cut_does_not_repeat_what_the_header_names() -> None:
     asyncio.run(resolve_all(window, ExtractiveSummarizer()))
     (root,) = window.forest.live_roots()
     assert "build_loader" in window.title(root)
-    cut = fit_summary(window, root, window.summaries[root].text, 40)
+    cut = fit_summary(window, root, summary_body(window.summaries[root].text), 40)
     assert "src/step7.py" in cut and "build_loader" not in cut
 
 

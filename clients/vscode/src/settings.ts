@@ -39,7 +39,7 @@ export function serverSettings(config: ConfigReader): ServerSettings {
       typeof budget === 'number' ? budget : budget === undefined || budget === 'auto' ? 'auto'
         : Number.isFinite(Number(budget)) ? Number(budget) : 'auto',
     mergeThreshold: config.get<number>('mergeThreshold') ?? 0.15,
-    maxTopics: config.get<number>('maxTopics') ?? 10,
+    maxTopics: config.get<number>('maxTopics') ?? 12,
     storePath: optionalString(config.get('storePath')),
   };
 }

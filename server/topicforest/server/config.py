@@ -69,7 +69,7 @@ class Settings:
     api_base: str | None = attrs.field(default=None, validator=_api_base)
     history_budget: int | Literal["auto"] = attrs.field(default="auto", validator=_budget)
     merge_threshold: float = attrs.field(default=0.15, validator=_threshold)
-    max_topics: int = attrs.field(default=10, validator=_max_topics)
+    max_topics: int = attrs.field(default=12, validator=_max_topics)
     store_path: str | None = attrs.field(default=None, validator=_store_path)
     chat_first_byte_timeout: float = attrs.field(default=30.0, validator=_first_byte)
 

@@ -11,7 +11,7 @@ describe('settings mapping', () => {
   it('defaults: no model, offline summaries, auto budget', () => {
     expect(serverSettings(reader({}))).toEqual({
       chatModel: null, summaryModels: [], apiBase: null, historyBudget: 'auto', mergeThreshold: 0.15,
-      maxTopics: 10, storePath: null,
+      maxTopics: 12, storePath: null,
     });
   });
 
