@@ -12,8 +12,10 @@ here: nothing is downloaded at run time but that wheel, from the package registr
 3. cancellation mid-stream ($/cancelRequest): the result says cancelled, the partial text is kept;
 4. summaries from the real model (summaryModels = the same server): a topic's summary arrives
    in the background and is not the offline extractive one;
-5. the topic's title (the server makes titles from the names a topic mentions, not with a model:
-   it is printed and checked to be non-empty).
+5. a topic title from the real model: the summary prompt asks for a `Title:` first line; a
+   recording proxy between the server and llama.cpp keeps the model's non-streamed answers, and
+   the topic's title must be the model's title line when the model wrote one (a 135M model may
+   not: the script then says the offline title was used).
 
 Prints the figures docs/performance.md quotes: time to first token (direct and litellm), whole
 reply time, summary latency after the conversation goes quiet.
@@ -22,6 +24,7 @@ reply time, summary latency after the conversation goes quiet.
 from __future__ import annotations
 
 import argparse
+import http.server
 import json
 import os
 import socket
@@ -31,11 +34,13 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 import zipfile
 from pathlib import Path
 from typing import Any
 
+from topicforest.engine.summarize.base import model_title
 from topicforest.server.stdio_client import SERVE, StdioClient
 
 P = "topicForest/"
@@ -83,6 +88,54 @@ def start_llama(python: str, model: Path, port: int, log: Path) -> subprocess.Po
             time.sleep(0.5)
     proc.kill()
     raise SystemExit(f"llama_cpp.server did not answer in 120 s; see {log}")
+
+
+class RecordingProxy(http.server.ThreadingHTTPServer):
+    """Forwards every request to llama.cpp, streaming answers through as they come, and keeps
+    the content of each non-streamed answer (the summary calls)."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream
+        self.answers: list[str] = []
+        super().__init__(("127.0.0.1", 0), _ProxyHandler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+
+class _ProxyHandler(http.server.BaseHTTPRequestHandler):
+    server: RecordingProxy
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        request = urllib.request.Request(
+            self.server.upstream + self.path.removeprefix("/v1"),
+            data=body,
+            headers={"Content-Type": "application/json"},
+        )
+        try:
+            upstream_cm = urllib.request.urlopen(request, timeout=600)
+        except urllib.error.HTTPError as error:  # the model's error goes back as it is
+            self.send_response(error.code)
+            self.end_headers()
+            self.wfile.write(error.read())
+            return
+        with upstream_cm as upstream:
+            self.send_response(upstream.status)
+            self.send_header("Content-Type", upstream.headers.get("Content-Type", ""))
+            self.end_headers()
+            kept = b""
+            while chunk := upstream.read1(65536):
+                self.wfile.write(chunk)
+                self.wfile.flush()
+                kept += chunk
+        if not json.loads(body).get("stream"):
+            self.server.answers.append(json.loads(kept)["choices"][0]["message"]["content"] or "")
 
 
 class Turn:
@@ -173,21 +226,32 @@ def model_calls(log: Path) -> int:
     return log.read_text(errors="replace").count("POST /v1/chat/completions")
 
 
-def summary_from_model(client: StdioClient, log: Path, turns: int, quiet_from: float) -> None:
+def summary_from_model(
+    client: StdioClient, log: Path, proxy: RecordingProxy, turns: int, quiet_from: float
+) -> None:
     """Waits for a finished summary that the model was called for (beyond the chat turns; the
-    offline summarizer, the fallback when a model fails, makes no call)."""
+    offline summarizer, the fallback when a model fails, makes no call); checks its title."""
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         topics = client.request(P + "listTopics", {})["topics"]
         done = [t for t in topics if t.get("summary") and not t.get("pending")]
-        if done and model_calls(log) > turns:
-            topic = done[0]
+        if done and proxy.answers and model_calls(log) > turns:
             latency = time.perf_counter() - quiet_from
-            print(f"summary: first summary {latency:.1f} s after the last reply, "
-                  f"{model_calls(log) - turns} summary call(s) to the model so far")  # fmt: skip
-            print(f"  title: {topic['title']!r}")
-            print(f"  summary ({topic['summaryTokens']} tokens): {topic['summary'][:300]!r}")
-            assert topic["title"].strip()
+            print(
+                f"summary: first summary {latency:.1f} s after the last reply, "
+                f"{model_calls(log) - turns} summary call(s) to the model so far"
+            )
+            titled = [model_title(a) for a in proxy.answers if model_title(a)]
+            for topic in done:
+                print(f"  topic {topic['id']} title: {topic['title']!r}")
+                print(f"    summary ({topic['summaryTokens']} tokens): {topic['summary'][:240]!r}")
+                assert topic["title"].strip()
+            if titled:
+                from_model = [t["title"] for t in done if t["title"] in titled]
+                assert from_model, f"the model titled {titled}, the topics show {done}"
+                print(f"title from the model: {from_model[0]!r}")
+            else:
+                print("the model wrote no 'Title:' line: the topics carry the offline title")
             return
         time.sleep(1)
     raise SystemExit("no summary from the model in 600 s")
@@ -208,7 +272,8 @@ def main() -> int:
     port = free_port()
     log = args.work / "llama-server.log"
     llama = start_llama(args.llama_python, model, port, log)
-    base = f"http://127.0.0.1:{port}/v1"
+    proxy = RecordingProxy(f"http://127.0.0.1:{port}/v1")
+    base = proxy.base
     env = {**os.environ, "OPENAI_API_KEY": "local", "CUSTOM_OPENAI_API_KEY": "local",
            "TOPICFOREST_SETTLE_SECONDS": "2", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
     try:
@@ -221,7 +286,7 @@ def main() -> int:
                 chat_figures(client, "direct", "direct (openai/ + apiBase)")
                 cancel_mid_stream(client)
                 quiet_from = time.perf_counter()
-                summary_from_model(client, log, len(QUESTIONS) + 1, quiet_from)
+                summary_from_model(client, log, proxy, len(QUESTIONS) + 1, quiet_from)
                 settings["chatModel"] = f"custom_openai/{ALIAS}"
                 client.notify(
                     "workspace/didChangeConfiguration", {"settings": {"topicForest": settings}}
