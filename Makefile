@@ -62,7 +62,7 @@ PY_SOURCES := $(shell find server/topicforest -type f \( -name '*.py' -o -name '
 wheel: $(WHEEL)
 
 $(WHEEL): $(STAMP) pyproject.toml README.md $(PY_SOURCES)
-	rm -rf dist/topicforest-*.whl build server/topicforest.egg-info
+	rm -rf dist/topicforest-*.whl build/lib build/bdist.* server/topicforest.egg-info
 	mkdir -p build
 	$(PY) -m pip wheel --quiet --no-deps -w dist . 2>build/wheel.log || { cat build/wheel.log; exit 1; }
 
