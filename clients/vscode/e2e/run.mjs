@@ -1,9 +1,14 @@
-// End to end in a real VS Code: code-server 1.100 (installed by scripts/setup-code-server.sh) with
-// the packaged .vsix, the real server from the repo's .venv, the loopback stub model, driven in
-// headless Chromium by playwright-core. Screenshots and logs go to artifacts/e2e/.
+// End to end in a real VS Code, as a new user gets it: code-server 1.100 (installed by
+// scripts/setup-code-server.sh) with a clean profile, the packaged .vsix and no topicForest.python:
+// the extension builds its own server environment from the wheel it carries. The loopback stub
+// model plays the LLM; headless Chromium (playwright-core) drives the workbench.
+// Case 1: first start, chat, topics, drop/restore/preview, reload, restart, a bad interpreter.
+// Case 2: the environment is deleted between two starts: rebuilt, memory intact.
+// Screenshots and logs go to artifacts/e2e/.
 //
-// env: E2E_HOME (/opt/topicforest-e2e)  TOPICFOREST_PYTHON (../../.venv/bin/python)
+// env: E2E_HOME (/opt/topicforest-e2e)  TOPICFOREST_PYTHON (../../.venv/bin/python: the stub model)
 //      TF_E2E_PORT (default: a free port)  CHROMIUM_PATH (/usr/bin/chromium)
+//      PIP_CACHE_DIR (default ~/.cache/pip: the extension's pip reuses what make venv fetched)
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -20,6 +25,7 @@ const VSIX = path.join(CLIENT, 'topic-forest.vsix');
 const ART = path.join(CLIENT, 'artifacts/e2e');
 const RUN = path.join(E2E_HOME, 'run');          // per-run state: user data, extensions, workspace
 const STUB_KEY = 'sk-stub-not-a-secret';           // the stub ignores it; litellm wants one set
+const ENV_TIMEOUT = 420_000;   // building the environment: ~40 s from pip's cache, minutes without
 const t0 = Date.now();
 const timings = {};
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -31,7 +37,7 @@ for (const [what, p] of [['code-server', ENTRY], ['python', PYTHON], ['vsix', VS
 }
 fs.rmSync(ART, { recursive: true, force: true });
 fs.rmSync(RUN, { recursive: true, force: true });
-const dirs = Object.fromEntries(['ud/User', 'exts', 'work/src', 'store', 'tmp', 'xdg/config',
+const dirs = Object.fromEntries(['ud/User', 'exts', 'work/src', 'tmp', 'xdg/config',
   'xdg/data', 'xdg/cache'].map((d) => [d, path.join(RUN, d)]));
 for (const d of [ART, ...Object.values(dirs)]) fs.mkdirSync(d, { recursive: true });
 
@@ -50,12 +56,13 @@ function descendants(pid) {
 const alive = (pid) => {
   try { process.kill(pid, 0); return !fs.readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z '); } catch { return false; }
 };
-async function stopAll() {
-  const pids = started.flatMap((p) => [p.pid, ...descendants(p.pid)]).filter(Boolean);
+async function stopProcesses(procs) {
+  const pids = procs.flatMap((p) => [p.pid, ...descendants(p.pid)]).filter(Boolean);
   for (const pid of pids) if (alive(pid)) { try { process.kill(pid, 'SIGTERM'); } catch { /* gone */ } }
   for (let i = 0; i < 40 && pids.some(alive); i++) await sleep(100);
   for (const pid of pids) if (alive(pid)) { log(`SIGKILL ${pid}`); try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
 }
+const stopAll = () => stopProcesses(started);
 
 const freePort = () => new Promise((resolve) => {
   const srv = net.createServer().listen(0, '127.0.0.1', () => {
@@ -82,7 +89,25 @@ const csEnv = {
   ...process.env, OPENAI_API_KEY: STUB_KEY, VSCODE_CLI: '1', TMPDIR: dirs.tmp,
   TOPICFOREST_SETTLE_SECONDS: '2', // summaries settle after 2 s of quiet, not a minute
   XDG_CONFIG_HOME: dirs['xdg/config'], XDG_DATA_HOME: dirs['xdg/data'], XDG_CACHE_HOME: dirs['xdg/cache'],
+  // XDG_CACHE_HOME above would hide pip's cache: keep the machine's, so a rerun installs from it
+  PIP_CACHE_DIR: process.env.PIP_CACHE_DIR ?? path.join(process.env.HOME ?? '/root', '.cache/pip'),
 };
+// where VS Code keeps the extension's global storage, and so its private environment
+const ENV_DIR = path.join(RUN, 'ud/User/globalStorage/topicforest.topic-forest/env');
+
+// the extension's LogOutputChannel files, every session so far
+function extLog() {
+  const found = [];
+  const walk = (d) => {
+    if (!fs.existsSync(d)) return;
+    for (const e of fs.readdirSync(d, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p); else if (e.name === 'Topic Forest.log') found.push(fs.readFileSync(p, 'utf8'));
+    }
+  };
+  walk(path.join(RUN, 'ud/logs'));
+  return found.join('\n');
+}
 const csConfig = path.join(RUN, 'cs-config.yaml');
 fs.writeFileSync(csConfig, '');
 const csArgs = ['--config', csConfig, '--user-data-dir', path.join(RUN, 'ud'), '--extensions-dir', dirs.exts];
@@ -107,7 +132,16 @@ async function startCodeServer(port) {
     if (cs.exitCode !== null || i > 600) throw new Error('code-server did not start (artifacts/e2e/code-server.log)');
     await sleep(100);
   }
-  return url;
+  return { url, cs };
+}
+
+// VS Code may restore the container open a moment after a (re)load; clicking the icon then
+// would close it again. Give the restore a chance, and click only if the container is shut.
+async function openContainer(page, activity) {
+  const input = page.frameLocator('iframe.webview.ready').frameLocator('#active-frame').locator('#input');
+  await input.waitFor({ timeout: 15_000 }).catch(() => undefined);
+  const open = await activity.evaluate((e) => e.closest('.action-item')?.classList.contains('checked') ?? false);
+  if (!(await input.isVisible().catch(() => false)) && !open) await activity.click();
 }
 
 // ---------------------------------------------------------------- the conversation
@@ -141,15 +175,17 @@ async function main() {
     'extensions.autoCheckUpdates': false, 'extensions.autoUpdate': false,
     'extensions.ignoreRecommendations': true, 'update.mode': 'none',
     'security.workspace.trust.enabled': false, 'chat.commandCenter.enabled': false,
-    'topicForest.python': PYTHON, 'topicForest.chatModel': 'openai/stub',
+    // no topicForest.python and no storePath: the extension's own environment, the default store
+    'topicForest.chatModel': 'openai/stub',
     'topicForest.summaryModels': ['openai/stub'], 'topicForest.apiBase': apiBase,
-    'topicForest.historyBudget': 1024, 'topicForest.storePath': dirs.store,
+    'topicForest.historyBudget': 1024,
   }, null, 2));
   const tInstall = Date.now();
   installVsix();
   mark('vsixInstalled', tInstall);
   const tCs = Date.now();
-  const url = await startCodeServer(process.env.TF_E2E_PORT ? Number(process.env.TF_E2E_PORT) : await freePort());
+  const port = process.env.TF_E2E_PORT ? Number(process.env.TF_E2E_PORT) : await freePort();
+  const { url, cs } = await startCodeServer(port);
   mark('codeServerListening', tCs);
 
   const browser = await chromium.launch({
@@ -175,9 +211,20 @@ async function main() {
     await input.waitFor({ state: 'visible', timeout: 60_000 });
     await chat.locator('#send:enabled').waitFor({ timeout: 60_000 }); // its script is running
     mark('chatViewVisible', tV);
+    // first start: the extension builds its environment under a progress notification
+    const setup = page.locator('.notifications-toasts .notification-list-item',
+      { hasText: 'Topic Forest: setting up the server' });
+    await setup.first().waitFor({ timeout: 60_000 });
+    log(`progress: ${(await setup.first().innerText()).replace(/\s+/g, ' ').slice(0, 160)}`);
+    await shot('00-setting-up');
     const status = page.locator('.statusbar-item', { hasText: /\d(\.\d)?k?\/1k/ });
-    await status.first().waitFor({ timeout: 60_000 });   // the server answered listTopics
-    mark('serverAnswered', tV);
+    await status.first().waitFor({ timeout: ENV_TIMEOUT });   // the server answered listTopics
+    mark('envBuiltAndServerAnswered', tV);
+    const firstLog = extLog();
+    for (const line of ['Topic Forest extension 0.1.0', `private environment ${ENV_DIR}: missing`,
+      `python: ${ENV_DIR}/bin/python (bundled)`, 'server: topicforest 0.1.0', 'pip: Collecting litellm']) {
+      if (!firstLog.includes(line)) throw new Error(`the extension log lacks "${line}"`);
+    }
 
     const waitFor = async (what, check, timeout = 20_000) => {
       const end = Date.now() + timeout;
@@ -300,13 +347,15 @@ async function main() {
 
     // ------------------------------------------------------------ background summary arrives
     // No user action: the server summarizes after a quiet spell and sends topicsChanged; the
-    // tree row and the open preview must both pick the summary up.
+    // tree row and the open preview must both pick the summary up. (A summary may retitle its
+    // topic, so the row is no longer found by its old label.)
     const tS = Date.now();
-    await waitFor('the summary (row no longer pending)',
-      async () => !/summary pending/.test(await sameRow.first().innerText()), 60_000);
+    await waitFor('a summary (a row no longer pending)', async () =>
+      (await topicRows.allInnerTexts()).some((t) => !/summary pending/.test(t)), 60_000);
     await waitFor('the open preview to show the summary',
       async () => !/No summary yet/.test(await editorText.innerText()), 20_000);
     mark('summaryArrived', tS);
+    log(`after the summary: ${(await topicRows.allInnerTexts()).map((t) => t.replace(/\s+/g, ' ')).join(' | ')}`);
     await shot('07-summarized');
 
     // ------------------------------------------------------------ reload: history comes back
@@ -316,13 +365,7 @@ async function main() {
     await page.reload({ waitUntil: 'domcontentloaded' });
     await activity.waitFor({ state: 'visible', timeout: 120_000 });
     const again = page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
-    // VS Code may restore the container open a moment after the reload; clicking the icon then
-    // would close it again. Give the restore a chance, and click only if the container is shut.
-    const chatInput = again.locator('#input');
-    await chatInput.waitFor({ timeout: 15_000 }).catch(() => undefined);
-    const containerOpen = await activity.evaluate(
-      (e) => e.closest('.action-item')?.classList.contains('checked') ?? false);
-    if (!(await chatInput.isVisible().catch(() => false)) && !containerOpen) await activity.click();
+    await openContainer(page, activity);
     await again.locator('.msg.user', { hasText: 'my tokenize() function uses re.match' }).first()
       .waitFor({ timeout: 60_000 });
     const restored = await again.locator('.msg').count();
@@ -341,15 +384,6 @@ async function main() {
       .waitFor({ timeout: 10_000 });
     await page.keyboard.press('Enter');
     // the extension's LogOutputChannel file shows the restart and the new server's start
-    const extLog = () => {
-      const found = [];
-      const walk = (d) => { for (const e of fs.readdirSync(d, { withFileTypes: true })) {
-        const p = path.join(d, e.name);
-        if (e.isDirectory()) walk(p); else if (e.name === 'Topic Forest.log') found.push(fs.readFileSync(p, 'utf8'));
-      } };
-      walk(path.join(RUN, 'ud/logs'));
-      return found.join('\n');
-    };
     await waitFor('"restart requested" and a new server start in the log', async () => {
       const text = extLog();
       const at = text.lastIndexOf('restart requested');
@@ -388,7 +422,11 @@ async function main() {
     const toast = page.locator('.notifications-toasts .notification-list-item', { hasText: 'is not installed for' });
     await toast.first().waitFor({ timeout: 30_000 });
     const toastText = (await toast.first().innerText()).replace(/\s+/g, ' ');
-    if (!toastText.includes('-m pip install topicforest')) throw new Error(`no install command in: ${toastText}`);
+    // the install offered is the wheel the .vsix carries, never the name (not on the package index)
+    if (!/-m pip install -c \S+constraints\.txt \S+topicforest-0\.1\.0-py3-none-any\.whl/.test(toastText)) {
+      throw new Error(`no install command for the bundled wheel in: ${toastText}`);
+    }
+    if (/pip install topicforest(\s|$)/.test(toastText)) throw new Error(`a bare package name in: ${toastText}`);
     await toast.first().getByRole('button', { name: 'Install in Terminal' }).waitFor({ timeout: 5_000 });
     await page.locator('.notification-toast-container .notification-fade-in-done').first().waitFor({ timeout: 5_000 }).catch(() => undefined);
     await waitFor('the tree to drop the stale topics', async () => (await topicRows.count()) === 0, 10_000);
@@ -398,14 +436,61 @@ async function main() {
     log(`missing-package notification: ${toastText.slice(0, 160)}`);
     await shot('10-missing-package');
 
-    // ------------------------------------------------------------ back to the right interpreter
+    // "Set Python Path" opens the setting where it is editable: from the User tab (where a remote
+    // window shows "No Settings Found" for it) to the Remote tab, or Workspace in a local window
+    const tabs = page.locator('.settings-editor .settings-tabs-widget');
+    const checkedTab = () => tabs.locator('.action-label.checked, .action-label[aria-selected="true"]').first().innerText();
+    await tabs.locator('.action-label', { hasText: /^User$/ }).first().click();
+    await waitFor('the User tab', async () => /^User/.test(await checkedTab()));
+    await toast.first().getByRole('button', { name: 'Set Python Path' }).click();
+    await waitFor('the Remote or Workspace tab', async () =>
+      /^(Remote|Workspace)/.test(await checkedTab()), 10_000);
+    await pyInput.waitFor({ state: 'visible', timeout: 10_000 });
+    log(`Set Python Path opened the "${(await checkedTab()).trim()}" tab`);
+    await shot('10b-set-python-path');
+
+    // ------------------------------------------------------------ clear it: back to the extension's own environment
     const tBack = Date.now();
-    await pyInput.fill(PYTHON);
+    await pyInput.fill('');
     await pyInput.press('Tab');
     await waitFor('topics listed again', async () => (await topicRows.count()) > 0, 60_000);
     await waitFor('the budget back in the status bar', async () => (await status.count()) > 0, 60_000);
     mark('recovered', tBack);
     await shot('11-recovered');
+    passed++;
+
+    // ============================================================ case 2: the environment deleted between two starts
+    // Stop VS Code, delete the private environment, start again: the extension rebuilds it and the
+    // memory (topics, the thread) is all there, since it never lived in the environment.
+    // topics are compared by their message counts: a summary landing meanwhile may retitle one
+    const sizes = async () => (await topicRows.allInnerTexts()).map((t) => /(\d+) msgs?/.exec(t)?.[1]).sort();
+    const topicsBefore = await sizes();
+    log(`case 2: topics before: ${(await topicRows.allInnerTexts()).map((t) => t.replace(/\s+/g, ' ')).join(' | ')}`);
+    const tEnv = Date.now();
+    await stopProcesses([cs]);
+    if (!fs.existsSync(path.join(ENV_DIR, 'topicforest-env.json'))) throw new Error(`no environment at ${ENV_DIR}`);
+    fs.rmSync(ENV_DIR, { recursive: true, force: true });
+    // the same port: the workbench keeps workspaceState (the thread id) in the page origin's storage
+    const second = await startCodeServer(port);
+    await page.goto(`${second.url}?folder=${encodeURIComponent(path.join(RUN, 'work'))}`, { waitUntil: 'domcontentloaded' });
+    await activity.waitFor({ state: 'visible', timeout: 120_000 });
+    await openContainer(page, activity);
+    await setup.first().waitFor({ timeout: 60_000 });
+    await shot('12-rebuilding');
+    await status.first().waitFor({ timeout: ENV_TIMEOUT });
+    mark('envRebuilt', tEnv);
+    const rebuiltLog = extLog().split('Topic Forest extension 0.1.0').pop() ?? '';
+    if (!rebuiltLog.includes(`private environment ${ENV_DIR}: missing`) || !rebuiltLog.includes('creating ')) {
+      throw new Error('the log does not show the environment rebuilt');
+    }
+    await waitFor('the same topics', async () => JSON.stringify(await sizes()) === JSON.stringify(topicsBefore), 30_000);
+    const thread = page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
+    await thread.locator('.msg.user', { hasText: 'my tokenize() function uses re.match' }).first().waitFor({ timeout: 30_000 });
+    const messagesAfter = await thread.locator('.msg').count();
+    log(`case 2: rebuilt; ${topicsBefore.length} topics and ${messagesAfter} messages back`);
+    if (messagesAfter < TURNS.length * 2) throw new Error(`expected the whole thread back, got ${messagesAfter}`);
+    await shot('13-rebuilt-memory-intact');
+    passed++;
     timings.total = Date.now() - t0;
     console.log(`TIMINGS_MS ${JSON.stringify(timings)}`);
   } catch (error) {
@@ -435,6 +520,7 @@ function showLogTails() {
 }
 
 let ok = false;
+let passed = 0;
 try {
   await main();
   ok = true;
@@ -445,6 +531,6 @@ try {
   const logs = path.join(RUN, 'ud/logs');
   if (fs.existsSync(logs)) fs.cpSync(logs, path.join(ART, 'vscode-logs'), { recursive: true });
   if (!ok) showLogTails();
-  console.log(ok ? 'e2e: 1 passed, 0 failed' : 'e2e: 0 passed, 1 failed');
+  console.log(`e2e: ${passed} passed, ${ok ? 0 : 1} failed`);
   process.exit(ok ? 0 : 1);
 }

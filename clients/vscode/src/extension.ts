@@ -2,6 +2,7 @@
 import * as vscode from 'vscode';
 import { ChatController, ChatViewProvider } from './chatView';
 import { TopicCommands } from './commands';
+import { findBundle, ManagedEnvironment } from './environment';
 import { PREVIEW_SCHEME, PreviewProvider } from './preview';
 import { languageClientFactory } from './languageClient';
 import { ServerManager } from './server';
@@ -12,7 +13,12 @@ let server: ServerManager | undefined;
 
 export function activate(context: vscode.ExtensionContext): void {
   const log = vscode.window.createOutputChannel('Topic Forest', { log: true });
-  server = new ServerManager(log, { create: languageClientFactory(log) });
+  const bundle = findBundle(context.extensionPath);
+  server = new ServerManager(log, {
+    create: languageClientFactory(log),
+    environment: bundle && new ManagedEnvironment(context.globalStorageUri.fsPath, bundle),
+    extensionVersion: (context.extension.packageJSON as { version?: string }).version,
+  });
   const tree = new TopicTreeProvider(server, log);
   const view = vscode.window.createTreeView('topicForest.topics', { treeDataProvider: tree,
     showCollapseAll: true });

@@ -1,13 +1,61 @@
-// Which Python runs the server, and whether it has the `topicforest` package.
-import { execFile } from 'node:child_process';
+// Which Python runs the server, whether it has the `topicforest` package, and which interpreter
+// can host the extension's private environment (environment.ts) when no setting names one.
+import { spawn } from 'node:child_process';
 import * as path from 'node:path';
 
-export type PythonSource = 'setting' | 'python-extension' | 'default';
+/** pyproject.toml's requires-python (test/unit/manifest.test.ts keeps the two equal). */
+export const MIN_PYTHON = [3, 11] as const;
+export const MIN_PYTHON_TEXT = MIN_PYTHON.join('.');
+
+/** setting: topicForest.python; bundled: the private environment; the others are base candidates. */
+export type PythonSource = 'setting' | 'bundled' | 'python-extension' | 'path';
 
 export interface PythonChoice {
   path: string;
   source: PythonSource;
 }
+
+export interface ExecResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  /** the executable could not be started at all (ENOENT, EACCES) */
+  missing?: boolean;
+}
+
+export interface ExecOptions {
+  timeoutMs?: number;
+  /** each line of stdout and stderr as it arrives (pip's progress goes to the log) */
+  onLine?: (line: string) => void;
+}
+
+export type Exec = (file: string, args: string[], options?: ExecOptions) => Promise<ExecResult>;
+
+/** Runs a program to completion, collecting its output; never rejects. */
+export const execProgram: Exec = (file, args, options = {}) => new Promise((resolve) => {
+  const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const out = { stdout: '', stderr: '' };
+  const timer = options.timeoutMs
+    ? setTimeout(() => child.kill('SIGKILL'), options.timeoutMs) : undefined;
+  for (const stream of ['stdout', 'stderr'] as const) {
+    let partial = '';
+    child[stream].setEncoding('utf8').on('data', (chunk: string) => {
+      out[stream] += chunk;
+      const lines = (partial + chunk).split(/\r?\n/);
+      partial = lines.pop() ?? '';
+      for (const line of lines) options.onLine?.(line);
+    });
+  }
+  child.on('error', (error: NodeJS.ErrnoException) => {
+    clearTimeout(timer);
+    resolve({ code: null, ...out, stderr: out.stderr + String(error),
+      missing: error.code === 'ENOENT' || error.code === 'EACCES' });
+  });
+  child.on('close', (code) => {
+    clearTimeout(timer);
+    resolve({ code, ...out });
+  });
+});
 
 /** The slice of the Python extension's API we use (ms-python.python exports.environments). */
 interface PythonExtensionApi {
@@ -16,11 +64,7 @@ interface PythonExtensionApi {
   };
 }
 
-export interface PythonLookup {
-  setting: string;
-  workspaceFolder?: string;
-  pythonExtension?: () => Promise<PythonExtensionApi | undefined>;
-}
+export type PythonExtensionLookup = () => Promise<PythonExtensionApi | undefined>;
 
 /** `${workspaceFolder}` and relative paths resolve against the first workspace folder. */
 export function expandSetting(value: string, workspaceFolder?: string): string {
@@ -32,63 +76,120 @@ export function expandSetting(value: string, workspaceFolder?: string): string {
   return out;
 }
 
-export async function choosePython(lookup: PythonLookup): Promise<PythonChoice> {
-  if (lookup.setting.trim() !== '') {
-    return { path: expandSetting(lookup.setting, lookup.workspaceFolder), source: 'setting' };
-  }
+/** Interpreters to build the private environment with, best first. */
+export async function baseCandidates(pythonExtension?: PythonExtensionLookup): Promise<PythonChoice[]> {
+  const out: PythonChoice[] = [];
   try {
-    const api = await lookup.pythonExtension?.();
-    const found = api?.environments?.getActiveEnvironmentPath?.()?.path;
-    if (found) return { path: found, source: 'python-extension' };
+    const found = (await pythonExtension?.())?.environments?.getActiveEnvironmentPath?.()?.path;
+    if (found) out.push({ path: found, source: 'python-extension' });
   } catch {
-    // an inactive or broken Python extension is not fatal: fall through to python3
+    // an inactive or broken Python extension is not fatal: fall through to PATH
   }
-  return { path: 'python3', source: 'default' };
+  out.push({ path: 'python3', source: 'path' }, { path: 'python', source: 'path' });
+  return out;
+}
+
+export function versionAtLeast(version: string, min: readonly number[]): boolean {
+  const parts = version.split('.').map(Number);
+  for (const [i, want] of min.entries()) {
+    const have = parts[i] ?? 0;
+    if (have !== want) return have > want;
+  }
+  return true;
+}
+
+const VERSION = 'import sys; print("%d.%d.%d" % sys.version_info[:3])';
+
+export interface FoundPython extends PythonChoice {
+  version: string;
+}
+
+/** The first candidate that runs and is new enough; `tried` says what each of the others was. */
+export async function findBasePython(candidates: PythonChoice[], exec: Exec):
+  Promise<{ found?: FoundPython; tried: string[] }> {
+  const tried: string[] = [];
+  for (const candidate of candidates) {
+    const r = await exec(candidate.path, ['-c', VERSION], { timeoutMs: 20_000 });
+    const version = r.stdout.trim();
+    const label = candidate.source === 'python-extension'
+      ? `${candidate.path} (the Python extension's interpreter)` : candidate.path;
+    if (r.missing) tried.push(`${label}: not found`);
+    else if (r.code !== 0 || !/^\d+\.\d+\.\d+$/.test(version)) tried.push(`${label}: does not run`);
+    else if (!versionAtLeast(version, MIN_PYTHON)) tried.push(`${label}: ${version}, too old`);
+    else return { found: { ...candidate, version }, tried };
+  }
+  return { tried };
 }
 
 export type PackageCheck = 'ok' | 'missing-package' | 'no-python' | 'error';
 
-const CHECK = 'import importlib.util, sys; sys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 3)';
+export interface PackageStatus {
+  check: PackageCheck;
+  /** the installed distribution's version when check is 'ok' */
+  version?: string;
+}
+
+const CHECK = [
+  'import importlib.util, importlib.metadata as md, sys',
+  'sys.exit(3) if importlib.util.find_spec(sys.argv[1]) is None else None',
+  'try: print(md.version(sys.argv[1]))',
+  'except md.PackageNotFoundError: print("unknown")',
+].join('\n');
 
 /** Runs `<python> -c ...` to tell "no interpreter" from "no topicforest package". */
-export function checkServerPackage(python: string, module = 'topicforest',
-  timeoutMs = 20_000): Promise<PackageCheck> {
-  return new Promise((resolve) => {
-    execFile(python, ['-c', CHECK, module], { timeout: timeoutMs }, (error) => {
-      if (!error) return resolve('ok');
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' || code === 'EACCES') return resolve('no-python');
-      resolve((error as { code?: unknown }).code === 3 ? 'missing-package' : 'error');
-    });
-  });
+export async function checkServerPackage(python: string, module = 'topicforest',
+  exec: Exec = execProgram): Promise<PackageStatus> {
+  const r = await exec(python, ['-c', CHECK, module], { timeoutMs: 20_000 });
+  if (r.missing) return { check: 'no-python' };
+  if (r.code === 0) return { check: 'ok', version: r.stdout.trim() };
+  return { check: r.code === 3 ? 'missing-package' : 'error' };
 }
 
-export function installCommand(python: string): string {
-  const quoted = /[\s"'$]/.test(python) ? `"${python.replace(/(["\\$`])/g, '\\$1')}"` : python;
-  return `${quoted} -m pip install topicforest`;
+/** Where the extension's copy of the server lives (the .vsix carries it, see environment.ts). */
+export interface BundleFiles {
+  wheel: string;
+  constraints: string;
+  version: string;
 }
+
+const quote = (arg: string): string =>
+  /[\s"'$`\\]/.test(arg) ? `"${arg.replace(/(["\\$`])/g, '\\$1')}"` : arg;
+
+/** Installs the bundled wheel (never a name: "topicforest" is not on the package index). */
+export function installCommand(python: string, bundle: BundleFiles): string {
+  return [python, '-m', 'pip', 'install', '-c', bundle.constraints, bundle.wheel].map(quote).join(' ');
+}
+
+export type FixAction = 'install' | 'chooseInterpreter' | 'showLog' | 'retry';
 
 export interface StartProblem {
   message: string;
-  actions: ('install' | 'chooseInterpreter' | 'showLog')[];
+  actions: FixAction[];
 }
 
-export function describeStartProblem(python: PythonChoice, check: PackageCheck): StartProblem | null {
-  const where = python.source === 'setting' ? ' (from the "topicForest.python" setting)'
-    : python.source === 'python-extension' ? " (the Python extension's active interpreter)" : '';
+export function describeStartProblem(python: PythonChoice, check: PackageCheck,
+  bundle?: BundleFiles): StartProblem | null {
+  const where = python.source === 'setting' ? ' (from the "topicForest.python" setting)' : '';
   switch (check) {
     case 'ok':
       return null;
     case 'missing-package':
-      return {
+      return bundle ? {
         message: `Topic Forest: the Python package "topicforest" is not installed for ${python.path}` +
-          `${where}. Install it with: ${installCommand(python.path)}`,
+          `${where}. Install the server this extension carries (${bundle.version}) with: ` +
+          `${installCommand(python.path, bundle)} — or clear the setting to let Topic Forest ` +
+          'manage its own environment.',
         actions: ['install', 'chooseInterpreter', 'showLog'],
+      } : {
+        message: `Topic Forest: the Python package "topicforest" is not installed for ${python.path}` +
+          `${where}. Install it from a topicforest wheel (pip install topicforest-<version>.whl).`,
+        actions: ['chooseInterpreter', 'showLog'],
       };
     case 'no-python':
       return {
         message: `Topic Forest: cannot run Python at "${python.path}"${where}. Set ` +
-          '"topicForest.python" to a Python 3.11+ interpreter that has "topicforest" installed.',
+          `"topicForest.python" to a Python ${MIN_PYTHON_TEXT}+ interpreter that has "topicforest" ` +
+          'installed, or clear it to let Topic Forest manage its own environment.',
         actions: ['chooseInterpreter', 'showLog'],
       };
     case 'error':
@@ -98,4 +199,13 @@ export function describeStartProblem(python: PythonChoice, check: PackageCheck):
         actions: ['chooseInterpreter', 'showLog'],
       };
   }
+}
+
+export function describeNoPython(tried: string[]): StartProblem {
+  return {
+    message: `Topic Forest needs Python ${MIN_PYTHON_TEXT} or newer to run its server and found ` +
+      `none. Tried: ${tried.join('; ')}. Install Python ${MIN_PYTHON_TEXT}+ (python.org or your ` +
+      'package manager) and Retry, or set "topicForest.python" to such an interpreter.',
+    actions: ['retry', 'chooseInterpreter', 'showLog'],
+  };
 }

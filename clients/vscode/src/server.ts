@@ -1,13 +1,16 @@
 // Starts `<python> -m topicforest serve` (through a ServerProcess factory: vscode-languageclient in
 // the extension, a fake in tests), restarts it, and re-attaches notification handlers each time.
+// The interpreter is `topicForest.python` when set, else the private environment (environment.ts).
 import * as vscode from 'vscode';
 import type { Connection, ServerState } from './connection';
+import { SetupError, type SetupHost } from './environment';
 import type {
   ClientNotifications, NotificationMethod, Notifications, ParamsOf, RequestMethod, ResultOf,
 } from './protocol';
 import {
-  checkServerPackage, choosePython, describeStartProblem, installCommand, type PackageCheck,
-  type PythonChoice,
+  baseCandidates, type BundleFiles, checkServerPackage, describeStartProblem, execProgram,
+  expandSetting, type FixAction, installCommand, type PackageStatus, type PythonChoice,
+  type PythonExtensionLookup, type StartProblem,
 } from './python';
 import { serverSettings, type ServerSettings } from './settings';
 
@@ -31,16 +34,38 @@ export interface ServerProcess {
   onDidChangeRunning(listener: (running: boolean) => void): { dispose(): void };
 }
 
+/** The private environment as the manager sees it (ManagedEnvironment in practice). */
+export interface Environment {
+  readonly bundle: BundleFiles;
+  ensure(host: SetupHost): Promise<string>;
+}
+
 export interface ServerDeps {
   create: (launch: Launch) => ServerProcess;
-  checkPackage?: (python: string) => Promise<PackageCheck>;
+  /** undefined when this build carries no server wheel */
+  environment?: Environment;
+  extensionVersion?: string;
+  checkPackage?: (python: string) => Promise<PackageStatus>;
   pythonExtension?: () => Promise<unknown>;
+  exec?: SetupHost['exec'];
 }
 
 async function pythonExtensionApi(): Promise<unknown> {
   const ext = vscode.extensions.getExtension('ms-python.python');
   if (!ext) return undefined;
   return ext.isActive ? ext.exports : await ext.activate();
+}
+
+/**
+ * Opens `topicForest.python` where it can be edited: the Remote tab in a remote window (the User
+ * tab shows no machine-overridable setting there), the Workspace tab in a trusted folder (an
+ * untrusted one ignores it), else User settings.
+ */
+export async function openPythonSetting(): Promise<void> {
+  const command = vscode.env.remoteName ? 'workbench.action.openRemoteSettings'
+    : vscode.workspace.workspaceFolders?.length && vscode.workspace.isTrusted
+      ? 'workbench.action.openWorkspaceSettings' : 'workbench.action.openSettings';
+  await vscode.commands.executeCommand(command, { query: `${SECTION}.python` });
 }
 
 export class ServerManager implements Connection, vscode.Disposable {
@@ -95,20 +120,10 @@ export class ServerManager implements Connection, vscode.Disposable {
     this.setState('starting');
     const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
     const config = vscode.workspace.getConfiguration(SECTION);
-    const python = await choosePython({
-      setting: config.get<string>('python') ?? '',
-      workspaceFolder: folder,
-      pythonExtension: (this.deps.pythonExtension ?? pythonExtensionApi) as never,
-    });
-    this.log.info(`python: ${python.path} (${python.source})`);
-    const check = await (this.deps.checkPackage ?? checkServerPackage)(python.path);
-    const problem = describeStartProblem(python, check);
-    if (problem) {
-      this.log.error(problem.message);
-      this.setState('failed');
-      void this.offerFix(python, problem.message, problem.actions);
-      return;
-    }
+    const remote = vscode.env.remoteName ? ` (remote: ${vscode.env.remoteName})` : '';
+    this.log.info(`Topic Forest extension ${this.deps.extensionVersion ?? '?'}${remote}`);
+    const python = await this.choosePython(config.get<string>('python') ?? '', folder);
+    if ('message' in python) return this.fail(python);
     const client = this.deps.create({ python: python.path, cwd: folder,
       initializationOptions: serverSettings(config) });
     client.onDidChangeRunning((running) => {
@@ -122,25 +137,79 @@ export class ServerManager implements Connection, vscode.Disposable {
       this.setState('running');
     } catch (error) {
       this.log.error(`server did not start: ${String(error)}`);
-      this.setState('failed');
-      void this.offerFix(python, `Topic Forest: the server did not start (${String(error)}).`,
-        ['showLog']);
+      this.fail({ message: `Topic Forest: the server did not start (${String(error)}).`,
+        actions: ['showLog'] });
     }
   }
 
-  private async offerFix(python: PythonChoice, message: string,
-    actions: ('install' | 'chooseInterpreter' | 'showLog')[]): Promise<void> {
-    const labels = { install: 'Install in Terminal', chooseInterpreter: 'Set Python Path',
-      showLog: 'Show Log' } as const;
-    const picked = await vscode.window.showErrorMessage(message, ...actions.map((a) => labels[a]));
-    if (picked === labels.install) {
+  /** The interpreter to run, checked; or what stops us, with the fixes to offer. */
+  private async choosePython(setting: string, folder: string | undefined):
+    Promise<PythonChoice | StartProblem> {
+    const env = this.deps.environment;
+    let python: PythonChoice;
+    if (setting.trim() !== '') {
+      python = { path: expandSetting(setting, folder), source: 'setting' };
+    } else if (env) {
+      try {
+        python = { path: await env.ensure(this.setupHost()), source: 'bundled' };
+      } catch (error) {
+        if (error instanceof SetupError) return error.problem;
+        throw error;
+      }
+    } else {
+      return { message: 'Topic Forest: this build of the extension carries no server; set ' +
+        '"topicForest.python" to an interpreter that has "topicforest" installed.',
+      actions: ['chooseInterpreter', 'showLog'] };
+    }
+    this.log.info(`python: ${python.path} (${python.source})`);
+    const status = await (this.deps.checkPackage ?? checkServerPackage)(python.path);
+    const problem = describeStartProblem(python, status.check, env?.bundle);
+    if (problem) return problem;
+    this.log.info(`server: topicforest ${status.version ?? '?'}`);
+    if (env && status.version !== env.bundle.version) {
+      const server = status.version ?? '?';
+      this.log.warn(`the server is topicforest ${server}; this extension carries ${env.bundle.version}`);
+    }
+    return python;
+  }
+
+  private setupHost(): SetupHost {
+    return {
+      exec: this.deps.exec ?? execProgram,
+      log: (line) => this.log.info(line),
+      candidates: () => baseCandidates(
+        (this.deps.pythonExtension ?? pythonExtensionApi) as PythonExtensionLookup),
+      withProgress: (task) => Promise.resolve(vscode.window.withProgress({
+        location: vscode.ProgressLocation.Notification,
+        title: 'Topic Forest: setting up the server',
+      }, (progress) => task((message, increment) => progress.report({ message, increment })))),
+    };
+  }
+
+  private fail(problem: StartProblem): void {
+    this.log.error(problem.message);
+    this.setState('failed');
+    void this.offerFix(problem);
+  }
+
+  private async offerFix(problem: StartProblem): Promise<void> {
+    const labels: Record<FixAction, string> = { install: 'Install in Terminal',
+      chooseInterpreter: 'Set Python Path', showLog: 'Show Log', retry: 'Retry' };
+    const picked = await vscode.window.showErrorMessage(problem.message,
+      ...problem.actions.map((a) => labels[a]));
+    const bundle = this.deps.environment?.bundle;
+    if (picked === labels.install && bundle) {
+      const python = expandSetting(vscode.workspace.getConfiguration(SECTION).get<string>('python') ?? '',
+        vscode.workspace.workspaceFolders?.[0]?.uri.fsPath);
       const terminal = vscode.window.createTerminal('Topic Forest: install');
       terminal.show();
-      terminal.sendText(installCommand(python.path));
+      terminal.sendText(installCommand(python, bundle));
     } else if (picked === labels.chooseInterpreter) {
-      await vscode.commands.executeCommand('workbench.action.openSettings', 'topicForest.python');
+      await openPythonSetting();
     } else if (picked === labels.showLog) {
       this.log.show();
+    } else if (picked === labels.retry) {
+      await this.restart();
     }
   }
 

@@ -109,7 +109,15 @@ export interface FakeStatusBarItem {
 export const statusBarItems: FakeStatusBarItem[] = [];
 export const registeredCommands = new Map<string, (...args: unknown[]) => unknown>();
 
+export enum ProgressLocation { SourceControl = 1, Window = 10, Notification = 15 }
+
+/** Every progress report made under window.withProgress, in order. */
+export const progressReports: { title?: string; message?: string; increment?: number }[] = [];
+
 export const window = {
+  withProgress: fn(<T>(options: { title?: string },
+    task: (progress: { report: (v: { message?: string; increment?: number }) => void }) => Promise<T>) =>
+    task({ report: (v) => progressReports.push({ title: options.title, ...v }) })),
   activeTextEditor: undefined as undefined | { document: { uri: Uri } },
   createStatusBarItem: fn((id: string): FakeStatusBarItem => {
     const item: FakeStatusBarItem = { id, text: '', show: fn(), dispose: fn() };
@@ -137,6 +145,7 @@ export const commands = {
 };
 
 export const env = {
+  remoteName: undefined as string | undefined,
   clipboard: { writeText: fn((_text: string) => Promise.resolve()) },
   openExternal: fn((_uri: Uri) => Promise.resolve(true)),
 };
@@ -147,6 +156,7 @@ export const terminals: { name: string; sent: string[]; show: () => void; sendTe
 
 export const workspace = {
   workspaceFolders: undefined as undefined | { uri: Uri }[],
+  isTrusted: true,
   getConfiguration: (section: string) => ({
     get: <T>(key: string): T | undefined => configuration.get(`${section}.${key}`) as T | undefined,
   }),

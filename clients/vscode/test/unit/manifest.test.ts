@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { expect } from 'expect';
 import pkg from '../../package.json';
+import { MIN_PYTHON } from '../../src/python';
 
 /** Evaluates the `when` clauses used here: `a == b`, `a =~ /re/`, joined by `&&`. */
 function when(clause: string, ctx: Record<string, string>): boolean {
@@ -65,5 +66,17 @@ describe('package.json contributions', () => {
     const m = /^\^1\.(\d+)\.\d+$/.exec(pkg.engines.vscode);
     expect(Number(m?.[1])).toBeLessThanOrEqual(100);
     expect(pkg.dependencies['vscode-languageclient']).toMatch(/^9\./);
+  });
+
+  it('has the Python package\'s version and its minimum Python', () => {
+    const init = readFileSync('../../server/topicforest/__init__.py', 'utf8');
+    expect(pkg.version).toBe(/__version__ = "([^"]+)"/.exec(init)?.[1]);
+    const pyproject = readFileSync('../../pyproject.toml', 'utf8');
+    expect(/requires-python = ">=([\d.]+)"/.exec(pyproject)?.[1]).toBe(MIN_PYTHON.join('.'));
+  });
+
+  it('packs the bundled wheel and its pins into the .vsix', () => {
+    const ignore = readFileSync('.vscodeignore', 'utf8').split('\n');
+    expect(ignore).toEqual(expect.arrayContaining(['!bundled/*.whl', '!bundled/constraints.txt']));
   });
 });

@@ -3,48 +3,104 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { expect } from 'expect';
 import {
-  checkServerPackage, choosePython, describeStartProblem, expandSetting, installCommand,
+  baseCandidates, checkServerPackage, describeNoPython, describeStartProblem, type Exec,
+  expandSetting, findBasePython, installCommand, versionAtLeast,
 } from '../../src/python';
 
 const REPO_PYTHON = join(process.cwd(), '../../.venv/bin/python');
+const BUNDLE = { wheel: '/ext/bundled/topicforest-0.1.0-py3-none-any.whl',
+  constraints: '/ext/bundled/constraints.txt', version: '0.1.0' };
 
-describe('python interpreter choice', () => {
-  it('prefers the setting, expanding ${workspaceFolder}', async () => {
-    const api = async () => ({ environments: { getActiveEnvironmentPath: () => ({ path: '/env/bin/python' }) } });
-    expect(await choosePython({ setting: '${workspaceFolder}/.venv/bin/python', workspaceFolder: '/ws',
-      pythonExtension: api })).toEqual({ path: '/ws/.venv/bin/python', source: 'setting' });
+/** An Exec that answers the version probe from a table: a version, 'missing' or 'crash'. */
+function versions(table: Record<string, string>): Exec {
+  return (file) => {
+    const v = table[file] ?? 'missing';
+    if (v === 'missing') return Promise.resolve({ code: null, stdout: '', stderr: 'ENOENT', missing: true });
+    if (v === 'crash') return Promise.resolve({ code: 1, stdout: '', stderr: 'Segmentation fault' });
+    return Promise.resolve({ code: 0, stdout: `${v}\n`, stderr: '' });
+  };
+}
+
+describe('python interpreter search', () => {
+  it('expands ${workspaceFolder} and relative paths in the setting', () => {
+    expect(expandSetting('${workspaceFolder}/.venv/bin/python', '/ws')).toBe('/ws/.venv/bin/python');
     expect(expandSetting('.venv/bin/python', '/ws')).toBe('/ws/.venv/bin/python');
     expect(expandSetting('python3.12', '/ws')).toBe('python3.12');
   });
 
-  it("then the Python extension's active interpreter, then python3", async () => {
+  it("tries the Python extension's active interpreter, then python3, then python", async () => {
     const api = async () => ({ environments: { getActiveEnvironmentPath: () => ({ path: '/env/bin/python' }) } });
-    expect(await choosePython({ setting: '', pythonExtension: api }))
-      .toEqual({ path: '/env/bin/python', source: 'python-extension' });
-    expect(await choosePython({ setting: ' ', pythonExtension: async () => undefined }))
-      .toEqual({ path: 'python3', source: 'default' });
-    expect(await choosePython({ setting: '', pythonExtension: () => Promise.reject(new Error('x')) }))
-      .toEqual({ path: 'python3', source: 'default' });
+    expect(await baseCandidates(api)).toEqual([{ path: '/env/bin/python', source: 'python-extension' },
+      { path: 'python3', source: 'path' }, { path: 'python', source: 'path' }]);
+    const onPath = [{ path: 'python3', source: 'path' }, { path: 'python', source: 'path' }];
+    expect(await baseCandidates(async () => undefined)).toEqual(onPath);
+    expect(await baseCandidates(() => Promise.reject(new Error('inactive')))).toEqual(onPath);
   });
 
+  it('takes the first interpreter that runs and is 3.11 or newer, saying why the others were not', async () => {
+    const candidates = await baseCandidates(async () =>
+      ({ environments: { getActiveEnvironmentPath: () => ({ path: '/old/bin/python' }) } }));
+    const { found, tried } = await findBasePython(candidates,
+      versions({ '/old/bin/python': '3.9.18', python3: 'missing', python: '3.12.1' }));
+    expect(found).toEqual({ path: 'python', source: 'path', version: '3.12.1' });
+    expect(tried).toEqual(["/old/bin/python (the Python extension's interpreter): 3.9.18, too old",
+      'python3: not found']);
+  });
+
+  it('names everything it tried and the fix when no interpreter fits', async () => {
+    const { found, tried } = await findBasePython(await baseCandidates(),
+      versions({ python3: '3.10.12', python: 'crash' }));
+    expect(found).toBeUndefined();
+    const problem = describeNoPython(tried);
+    expect(problem.message).toContain('needs Python 3.11 or newer');
+    expect(problem.message).toContain('Tried: python3: 3.10.12, too old; python: does not run.');
+    expect(problem.message).toContain('"topicForest.python"');
+    expect(problem.actions).toEqual(['retry', 'chooseInterpreter', 'showLog']);
+  });
+
+  it('compares versions numerically', () => {
+    expect(versionAtLeast('3.11.0', [3, 11])).toBe(true);
+    expect(versionAtLeast('3.9.18', [3, 11])).toBe(false);
+    expect(versionAtLeast('3.100.0', [3, 11])).toBe(true);
+    expect(versionAtLeast('4.0.0', [3, 11])).toBe(true);
+  });
+
+  it('runs real interpreters: skips a missing one and finds python3 on this machine', async () => {
+    const { found, tried } = await findBasePython([{ path: '/nonexistent/python', source: 'path' },
+      { path: 'python3', source: 'path' }], (await import('../../src/python')).execProgram);
+    expect(tried).toEqual(['/nonexistent/python: not found']);
+    expect(found?.path).toBe('python3');
+    expect(versionAtLeast(found?.version ?? '0', [3, 11])).toBe(true);
+  });
+});
+
+describe('the package check', () => {
   it('tells a missing interpreter from a missing package', async () => {
-    expect(await checkServerPackage('/nonexistent/python')).toBe('no-python');
-    expect(await checkServerPackage('python3', 'topicforest_no_such_module')).toBe('missing-package');
-    expect(await checkServerPackage('python3', 'json')).toBe('ok');
+    expect(await checkServerPackage('/nonexistent/python')).toEqual({ check: 'no-python' });
+    expect(await checkServerPackage('python3', 'topicforest_no_such_module'))
+      .toEqual({ check: 'missing-package' });
+    expect(await checkServerPackage('python3', 'json')).toEqual({ check: 'ok', version: 'unknown' });
   });
 
-  it('finds topicforest in the repo venv', { skip: existsSync(REPO_PYTHON) ? false : 'no repo .venv' }, async () => {
-    expect(await checkServerPackage(REPO_PYTHON)).toBe('ok');
+  it('finds topicforest and its version in the repo venv', { skip: existsSync(REPO_PYTHON) ? false : 'no repo .venv' }, async () => {
+    expect(await checkServerPackage(REPO_PYTHON)).toEqual({ check: 'ok', version: '0.1.0' });
   });
 
-  it('offers the install command for a missing package', () => {
-    const problem = describeStartProblem({ path: '/opt/py 3/bin/python', source: 'setting' }, 'missing-package');
-    expect(problem?.message).toContain('"topicforest" is not installed');
-    expect(problem?.message).toContain('"/opt/py 3/bin/python" -m pip install topicforest');
+  it('offers to install the bundled wheel, never a name the package index lacks', () => {
+    const problem = describeStartProblem({ path: '/opt/py 3/bin/python', source: 'setting' },
+      'missing-package', BUNDLE);
+    expect(problem?.message).toContain('"topicforest" is not installed for /opt/py 3/bin/python');
+    expect(problem?.message).toContain('"/opt/py 3/bin/python" -m pip install -c ' +
+      '/ext/bundled/constraints.txt /ext/bundled/topicforest-0.1.0-py3-none-any.whl');
+    expect(problem?.message).not.toMatch(/pip install topicforest(\s|$)/);
     expect(problem?.actions).toEqual(['install', 'chooseInterpreter', 'showLog']);
-    expect(describeStartProblem({ path: 'python3', source: 'default' }, 'ok')).toBeNull();
-    expect(describeStartProblem({ path: 'py', source: 'default' }, 'no-python')?.message)
+    // a build without a wheel has nothing to install: no Install button
+    expect(describeStartProblem({ path: 'py', source: 'setting' }, 'missing-package')?.actions)
+      .toEqual(['chooseInterpreter', 'showLog']);
+    expect(describeStartProblem({ path: 'python3', source: 'bundled' }, 'ok')).toBeNull();
+    expect(describeStartProblem({ path: 'py', source: 'setting' }, 'no-python')?.message)
       .toContain('topicForest.python');
-    expect(installCommand('python3')).toBe('python3 -m pip install topicforest');
+    expect(installCommand('/a b/python', { ...BUNDLE, wheel: '/x/$w.whl' }))
+      .toBe('"/a b/python" -m pip install -c /ext/bundled/constraints.txt "/x/\\$w.whl"');
   });
 });

@@ -3,8 +3,10 @@ import { expect } from 'expect';
 import { mocked } from 'jest-mock';
 import * as vscode from 'vscode';
 import type { ServerState } from '../../src/connection';
-import { type Launch, type ServerProcess, ServerManager } from '../../src/server';
-import { clearAllMocks, configuration, terminals, Uri, workspace } from '../mocks/vscode';
+import { SetupError, type SetupHost } from '../../src/environment';
+import { type Environment, type Launch, openPythonSetting, type ServerProcess, ServerManager } from '../../src/server';
+import { eventually } from '../eventually';
+import { clearAllMocks, configuration, env, progressReports, terminals, Uri, workspace } from '../mocks/vscode';
 
 class FakeProcess implements ServerProcess {
   running = false;
@@ -36,15 +38,35 @@ class FakeProcess implements ServerProcess {
   crash(): void { this.running = false; for (const l of this.runningListeners) l(false); }
 }
 
-const log = { info: () => undefined, warn: () => undefined, error: () => undefined, show: () => undefined } as unknown as vscode.LogOutputChannel;
+const logged: string[] = [];
+const log = { info: (l: string) => logged.push(l), warn: (l: string) => logged.push(`WARN ${l}`),
+  error: (l: string) => logged.push(`ERROR ${l}`), show: () => undefined } as unknown as vscode.LogOutputChannel;
 
-function setup(check: 'ok' | 'missing-package' = 'ok') {
+const BUNDLE = { wheel: '/ext/bundled/topicforest-0.1.0-py3-none-any.whl',
+  constraints: '/ext/bundled/constraints.txt', version: '0.1.0' };
+
+/** The private environment: builds (with one progress step) or fails as told. */
+class FakeEnvironment implements Environment {
+  readonly bundle = BUNDLE;
+  ensured = 0;
+  failWith: SetupError | undefined;
+  async ensure(host: SetupHost): Promise<string> {
+    this.ensured++;
+    if (this.failWith) throw this.failWith;
+    await host.withProgress(async (report) => { report('installing the server 0.1.0', 50); });
+    return '/storage/env/bin/python';
+  }
+}
+
+function setup(check: 'ok' | 'missing-package' = 'ok', environment = new FakeEnvironment()) {
   const processes: FakeProcess[] = [];
   const states: ServerState[] = [];
   const manager = new ServerManager(log, {
     create: (launch) => { const p = new FakeProcess(launch); processes.push(p); return p; },
-    checkPackage: () => Promise.resolve(check),
+    checkPackage: () => Promise.resolve(check === 'ok' ? { check, version: '0.1.0' } : { check }),
     pythonExtension: () => Promise.resolve(undefined),
+    environment,
+    extensionVersion: '0.1.0',
   });
   manager.onDidChangeState((s) => states.push(s));
   return { manager, processes, states };
@@ -59,6 +81,10 @@ describe('server manager', () => {
     clearAllMocks();
     configuration.clear();
     terminals.length = 0;
+    logged.length = 0;
+    progressReports.length = 0;
+    env.remoteName = undefined;
+    workspace.isTrusted = true;
     workspace.workspaceFolders = [{ uri: Uri.file('/ws') }];
     configuration.set('topicForest.python', '/venv/bin/python');
     configuration.set('topicForest.chatModel', 'openai/stub');
@@ -81,6 +107,55 @@ describe('server manager', () => {
     expect(deltas).toEqual([{ index: 0 }]);
   });
 
+  it('without topicForest.python it runs the private environment, with progress and both versions logged', async () => {
+    configuration.delete('topicForest.python');
+    const environment = new FakeEnvironment();
+    const { manager, processes, states } = setup('ok', environment);
+    await manager.start();
+    expect(environment.ensured).toBe(1);
+    expect(processes[0]?.launch.python).toBe('/storage/env/bin/python');
+    expect(states).toEqual(['starting', 'running']);
+    expect(progressReports).toEqual([{ title: 'Topic Forest: setting up the server',
+      message: 'installing the server 0.1.0', increment: 50 }]);
+    expect(logged).toEqual(expect.arrayContaining(['Topic Forest extension 0.1.0',
+      'python: /storage/env/bin/python (bundled)', 'server: topicforest 0.1.0']));
+  });
+
+  it('a failed setup shows its message with Retry, and Retry starts over', async () => {
+    configuration.delete('topicForest.python');
+    const environment = new FakeEnvironment();
+    environment.failWith = new SetupError({ message: 'could not download (no network?)',
+      actions: ['retry', 'showLog'] });
+    let click!: (label: string) => void;
+    mocked(vscode.window.showErrorMessage).mockReturnValueOnce(new Promise<string>((r) => (click = r)) as never);
+    const { manager, processes, states } = setup('ok', environment);
+    await manager.start();
+    expect(states).toEqual(['starting', 'failed']);
+    expect(processes).toEqual([]);
+    expect(mocked(vscode.window.showErrorMessage).mock.calls[0]).toEqual(
+      ['could not download (no network?)', 'Retry', 'Show Log']);
+    environment.failWith = undefined; // the network is back
+    click('Retry');
+    await eventually(() => expect(manager.state).toBe('running'));
+    expect(environment.ensured).toBe(2);
+    expect(processes).toHaveLength(1);
+  });
+
+  it('Set Python Path opens the tab where the setting can be edited', async () => {
+    const opened = async () => {
+      mocked(vscode.commands.executeCommand).mockClear();
+      await openPythonSetting();
+      return mocked(vscode.commands.executeCommand).mock.calls[0];
+    };
+    const query = { query: 'topicForest.python' };
+    env.remoteName = 'ssh-remote';
+    expect(await opened()).toEqual(['workbench.action.openRemoteSettings', query]);
+    env.remoteName = undefined;
+    expect(await opened()).toEqual(['workbench.action.openWorkspaceSettings', query]);
+    workspace.isTrusted = false; // an untrusted workspace ignores its own topicForest.python
+    expect(await opened()).toEqual(['workbench.action.openSettings', query]);
+  });
+
   it('a missing package fails with the install command and an Install button that runs it', async () => {
     mocked(vscode.window.showErrorMessage).mockResolvedValueOnce('Install in Terminal');
     const { manager, processes, states } = setup('missing-package');
@@ -91,7 +166,8 @@ describe('server manager', () => {
     expect(message).toContain('"topicforest" is not installed for /venv/bin/python');
     expect(buttons).toEqual(['Install in Terminal', 'Set Python Path', 'Show Log']);
     await new Promise((r) => setTimeout(r, 0));
-    expect(terminals[0]?.sent).toEqual(['/venv/bin/python -m pip install topicforest']);
+    expect(message).toContain(`install -c ${BUNDLE.constraints} ${BUNDLE.wheel}`);
+    expect(terminals[0]?.sent).toEqual([`/venv/bin/python -m pip install -c ${BUNDLE.constraints} ${BUNDLE.wheel}`]);
     await expect(manager.request('topicForest/listTopics', {})).rejects.toThrow('not running');
   });
 
@@ -118,8 +194,8 @@ describe('server manager', () => {
       create: (launch) => { const p = new FakeProcess(launch); processes.push(p); return p; },
       // the first check (bare venv) is slow; later ones answer at once
       checkPackage: async (python) => {
-        if (python === '/bare/python') { await gate; return 'missing-package'; }
-        return 'ok';
+        if (python === '/bare/python') { await gate; return { check: 'missing-package' }; }
+        return { check: 'ok', version: '0.1.0' };
       },
       pythonExtension: () => Promise.resolve(undefined),
     });
