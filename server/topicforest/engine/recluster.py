@@ -59,6 +59,7 @@ RECLUSTER_GROWTH = 0.25  # re-cluster after this share of the window arrived ane
 MIN_NEW_UNITS = 4
 YIELD_EVERY = 64  # pieces of work between checks of the time budget
 SCORE_EVERY = 16  # exchanges scored against every group between checks
+PAIRS_EVERY = 256  # similarities computed between checks
 
 Vector = dict[str, float]
 
@@ -183,7 +184,7 @@ class Refiner:
         for n, unit in enumerate(units):
             if not unit.chatter:
                 vectors[unit.ids[0]] = unit_vector(unit.message_terms, idf)
-            if n % YIELD_EVERY == 0:
+            if n % SCORE_EVERY == 0:  # a long exchange's vector takes a millisecond
                 yield None
         # Short exchanges do not seed groups (they would make fragments) but are placed below.
         # "Short" is relative: in a chat of short turns every exchange seeds.
@@ -207,7 +208,7 @@ class Refiner:
                     self._similarities[both] = cached
                 similarity[both] = cached
                 work += 1
-                if work % (YIELD_EVERY * 16) == 0:
+                if work % PAIRS_EVERY == 0:  # a fresh similarity costs tens of microseconds
                     yield None
         groups = yield from _agglomerate(items, similarity, window.config.max_topics)
         assignment = {item: g for g, members in groups.items() for item in members}

@@ -51,7 +51,7 @@ SUMMARY_OVERSIZE = 3  # summaries keep more than a render share; render cuts the
 MAX_JOB_TOKENS = 6000
 SUMMARY_MESSAGE_TOKENS = 400  # a message longer than this is condensed for the summarizer
 MIN_PHRASE_MESSAGES = 2  # a title phrase is said in at least this many messages
-KEY_LINE_CHUNK = 64  # messages read per step while collecting a topic's key lines
+KEY_LINE_CHUNK = 16  # messages read per step while collecting a topic's key lines
 MIN_SUMMARY_TOKENS = 40  # source tokens per summarize call; bigger backlogs take several rounds
 
 
@@ -302,7 +302,6 @@ class ContextWindow:
         end, so a topic picks up where it stopped); returns whether all topics are done."""
         deadline = time.perf_counter() + budget_seconds
         live = self.forest.live_roots()
-        done = True
         for root in live:
             info = self.forest.root(root)
             state = self._key_lines.get(root)
@@ -322,7 +321,7 @@ class ContextWindow:
             state.ranking(self.embedder.idf, self.embedder.epoch, self.count)
         for root in [r for r in self._key_lines if r not in live]:
             del self._key_lines[root]
-        return done
+        return True
 
     def key_lines(self, root: int) -> list[KeyLine] | None:
         """The topic's key lines as last collected (None: not collected yet)."""
