@@ -44,6 +44,7 @@ from importlib import resources
 from topicforest.engine import ContextWindow, WindowConfig
 from topicforest.engine.resolver import resolve_all
 from topicforest.engine.summarize import ExtractiveSummarizer
+from topicforest.memory import tidy_heap
 
 SIZES = (200, 2_000, 10_000, 100_000)
 LARGE = 50_000  # from this size on, upkeep runs every UPKEEP_EVERY_LARGE appends
@@ -113,6 +114,7 @@ def build(n: int, messages: list[tuple[str, str]], questions: list[str], result:
             if i % 50 >= 50 - every:  # the background resolver, not timed
                 asyncio.run(resolve_all(window, summarizer))
             result.key_lines.append(timed(window.prepare_key_lines, SLICE_SECONDS))
+            tidy_heap()  # as the server does after each upkeep round (untimed)
         if i % RENDER_EVERY == RENDER_EVERY - 1:  # a turn right after upkeep: cold caches
             result.render_cold.append(timed(window.render, thread_id="chat"))
             question = questions[(i // RENDER_EVERY) % len(questions)]

@@ -58,6 +58,7 @@ KMEANS_ROUNDS = 6
 RECLUSTER_GROWTH = 0.25  # re-cluster after this share of the window arrived anew (at least 4)
 MIN_NEW_UNITS = 4
 YIELD_EVERY = 64  # pieces of work between checks of the time budget
+MOVES_EVERY = 8  # exchanges moved between checks (a round's result is applied in slices too)
 SCORE_EVERY = 16  # exchanges scored against every group between checks
 PAIRS_EVERY = 256  # similarities computed between checks
 
@@ -97,7 +98,7 @@ class Refiner:
         self.clock = clock
         self.units: OrderedDict[int, Unit] = OrderedDict()  # first message id -> unit
         self._new_units = 0
-        self._job: Iterator[Plan | None] | None = None
+        self._job: Iterator[set[int] | None] | None = None
         self._similarities: dict[tuple[int, int], float] = {}
         self._similarity_epoch = -1
         self.rounds = 0  # re-clusterings completed (for tests and figures)
@@ -149,19 +150,18 @@ class Refiner:
             self._round_start = next(reversed(self.units), 0) + 1
             self._job = self._cluster(window)
         deadline = self.clock() + budget_seconds
-        for plan in self._job:
-            if plan is not None:
-                self._job = None
-                self.rounds += 1
-                self.settled_before = self._round_start
-                return apply_plan(window, self.units, plan)
+        changed: set[int] = set()
+        for piece in self._job:  # None: a check point; a set: the topics a round changed
+            changed |= piece or set()
             if self.clock() > deadline:
-                return set()
-        self._job = None
-        return set()
+                return changed
+        self._job = None  # the round is over: its exchanges are settled
+        self.rounds += 1
+        self.settled_before = self._round_start
+        return changed
 
     # -- the clustering --------------------------------------------------------------------------
-    def _cluster(self, window: ContextWindow) -> Iterator[Plan | None]:
+    def _cluster(self, window: ContextWindow) -> Iterator[set[int] | None]:
         forest = window.forest
         idf = window.embedder.idf
         if window.embedder.epoch != self._similarity_epoch:
@@ -178,7 +178,6 @@ class Refiner:
                     units.append(unit)
                     topic_of[key] = root
         if len(units) < MIN_NEW_UNITS:
-            yield Plan({}, topic_of)
             return
         vectors: dict[int, Vector] = {}
         for n, unit in enumerate(units):
@@ -193,7 +192,6 @@ class Refiner:
         weak = {u.ids[0] for u in units if sum(u.tokens) < short}
         items = [k for k in vectors if k not in weak]
         if len(items) < 2:
-            yield Plan({}, topic_of)
             return
         norms = {key: math.sqrt(norm_sq(v, idf)) for key, v in vectors.items()}
         similarity: dict[tuple[int, int], float] = {}
@@ -225,7 +223,7 @@ class Refiner:
             else:
                 continue
             previous[unit.thread_id] = plan.groups[key]
-        yield plan
+        yield from apply_plan(window, self.units, plan)
 
 
 def unit_vector(message_terms: Sequence[Mapping[str, float]], idf: Mapping[str, float]) -> Vector:
@@ -418,7 +416,9 @@ def _viterbi(scores: list[list[float]], penalty: float) -> list[int]:
 EMPTY = Unit((), "", (), (), (), (), (), chatter=True)
 
 
-def apply_plan(window: ContextWindow, units: Mapping[int, Unit], plan: Plan) -> set[int]:
+def apply_plan(
+    window: ContextWindow, units: Mapping[int, Unit], plan: Plan
+) -> Iterator[set[int] | None]:
     """Reconcile the forest with `plan`, keeping topic ids stable (see the module's notes)."""
     forest = window.forest
     changed: set[int] = set()
@@ -474,6 +474,7 @@ def apply_plan(window: ContextWindow, units: Mapping[int, Unit], plan: Plan) -> 
     # Every other exchange moves to its group's topic; a topic's naming exchange last, and only
     # with the rest of its topic (then the topic merges into where it went).
     naming: list[tuple[Unit, int, int]] = []
+    moves = 0
     for key, group in plan.groups.items():
         goal = target.get(group)
         unit = units.get(key)
@@ -486,8 +487,11 @@ def apply_plan(window: ContextWindow, units: Mapping[int, Unit], plan: Plan) -> 
             naming.append((unit, root, goal))
         elif window.move_unit(unit, root, goal):
             changed |= {root, goal}
+            moves += 1
+            if moves % MOVES_EVERY == 0:  # each move is checked against the forest as it is
+                yield None
     for unit, root, goal in naming:
         if forest.is_root(root) and forest.size(root) == len(unit.ids) and forest.is_root(goal):
             survivor = window.merge_topics(root, goal)
             changed |= {root, goal, survivor}
-    return {r for r in changed if forest.is_root(r)}
+    yield {r for r in changed if forest.is_root(r)}
