@@ -288,6 +288,10 @@ def _agglomerate(
     work = 0
     while heap:
         best, a, b, va, vb = heapq.heappop(heap)
+        work += 1  # stale and refused pairs are work too: a round pops ~200,000 of them
+        if work > YIELD_EVERY * 16:
+            work = 0
+            yield None
         if not _current((best, a, b, va, vb), members, version):
             continue
         ca, cb = cohesion(a), cohesion(b)
