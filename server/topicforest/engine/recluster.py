@@ -4,7 +4,7 @@ Graduation places each exchange once, online, by what the forest looks like at t
 choices are poor (few topics, a young vocabulary) and, with union-find alone, final. Upkeep runs
 `Refiner.step` in slices of bounded time, off the chat path. Every so often (when enough exchanges
 arrived since the last time) it clusters the most recent exchanges (at most `WINDOW_UNITS`) again
-from scratch; older members of each topic take part as one fixed item per topic:
+from scratch (older exchanges stay where they are):
 
 1. **vectors**: each message's terms, sublinear and normalized, summed per exchange, so a pasted
    log or a 300-line file does not outvote the question it came with;
@@ -17,8 +17,9 @@ from scratch; older members of each topic take part as one fixed item per topic:
 3. **segmental k-means**: exchanges are reassigned to the nearest group, a thread's consecutive
    exchanges preferring to stay together (a Viterbi path with a switch penalty): people talk
    about one thing for a while, and a reply that quotes other code should not leave its subject;
-4. **reconcile** with the forest, keeping ids stable: each group becomes the topic it overlaps
-   most; a group with no such topic is split off the topic it overlaps most (new id: its oldest
+4. **reconcile** with the forest, keeping ids stable: a topic stays with the group of the
+   exchange that names it, other groups become the topic they overlap most; a group with no such
+   topic is split off the topic it overlaps most (new id: its oldest
    message's); a topic left with only its naming exchange follows it into its group's topic
    (the larger keeps its id). Flags follow the messages: a split keeps the topic's
    pinned/expanded state on both parts, a merge is pinned or expanded if either part was and
@@ -26,9 +27,9 @@ from scratch; older members of each topic take part as one fixed item per topic:
    Dropped topics are never touched; chatter ("thanks, that worked") follows the exchange it
    answers; the exchange whose first message names a topic stays unless its whole topic goes.
 
-Work is bounded: the clustering is a generator that yields often and `step` stops at its budget,
-resuming on the next call; a result whose inputs changed meanwhile is checked again as it is
-applied (units that moved, dropped topics) and never forced.
+Work is bounded: the clustering, and applying its result, is a generator that yields often and
+`step` stops at its budget, resuming on the next call; each move is checked against the forest as
+it is then (units that moved, dropped topics) and never forced.
 """
 
 from __future__ import annotations
