@@ -365,11 +365,7 @@ class ContextWindow:
         """Split `units` off `root` into a new topic, which keeps `root`'s pinned and expanded
         state; returns its id. The part holding `root`'s own message stays `root`."""
         ids = [m for unit in units for m in unit.ids]
-        if root in ids:
-            ids_kept = set(ids)
-            rest = [m for m in self.forest.members(root) if m not in ids_kept]
-            raise ValueError(f"split would take topic {root}'s own message ({len(rest)} left)")
-        new_root = self.forest.split(root, ids)
+        new_root = self.forest.split(root, ids)  # refuses to take `root`'s own message
         for unit in units:
             self.index.remove(root, unit.terms, unit.files, unit.symbols, sum(unit.tokens))
             self._add_unit_features(new_root, unit)
