@@ -148,22 +148,8 @@ class Ranking:
     least: tuple[int, ...]
 
 
-def select(
-    lines: list[KeyLine],
-    idf: Mapping[str, float],
-    room: int,
-    count: TokenCounter,
-    skip: str = "",
-) -> list[KeyLine]:
-    """The best key lines within `room` tokens, in conversation order; `skip`: text the reader
-    sees anyway (a summary), whose lines are not repeated."""
-    if not lines or room <= 0:
-        return []
-    return pick(rank(lines, idf, count), room, skip)
-
-
 def rank(lines: list[KeyLine], idf: Mapping[str, float], count: TokenCounter) -> Ranking:
-    """The lines `select` chooses from, best first (a line whose setting is stated again later
+    """The lines `pick` chooses from, best first (a line whose setting is stated again later
     is left out)."""
     if not lines:
         return Ranking((), (), ())
@@ -196,7 +182,8 @@ def rank(lines: list[KeyLine], idf: Mapping[str, float], count: TokenCounter) ->
 
 
 def pick(ranking: Ranking, room: int, skip: str = "") -> list[KeyLine]:
-    """`select`'s choice from a ranking: the best lines that fit, not repeating `skip`."""
+    """The best lines of a ranking within `room` tokens, in conversation order, not repeating
+    `skip` (text the reader sees anyway: a summary)."""
     if room <= 0:
         return []
     chosen: list[KeyLine] = []

@@ -329,7 +329,7 @@ class ContextWindow:
         return state.lines if state is not None else None
 
     def select_key_lines(self, root: int, room: int, skip: str = "") -> list[KeyLine]:
-        """`keylines.select` of the topic's key lines, from a ranking kept until they or the
+        """`keylines.pick` over the topic's key lines, from a ranking kept until they or the
         IDF change (scoring a big topic's lines on every render took tens of milliseconds)."""
         state = self._key_lines.get(root)
         if state is None or not state.lines or room <= 0:
