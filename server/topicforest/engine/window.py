@@ -187,6 +187,15 @@ class ContextWindow:
         """Graduate a thread's whole hot zone (idle thread, closed window)."""
         return self._graduate_thread(thread_id, 0)
 
+    def flush_idle(self, now: float, idle_seconds: float) -> list[str]:
+        """Flush every thread whose newest message is `idle_seconds` old at `now`; their ids."""
+        idle = [
+            t for t, zone in self.hot.items() if zone and now - zone[-1].timestamp >= idle_seconds
+        ]
+        for thread in idle:
+            self.flush_thread(thread)
+        return idle
+
     def _graduate_thread(self, thread_id: str, keep_tokens: int) -> list[Message]:
         zone = self.hot.get(thread_id)
         moved: list[Message] = []

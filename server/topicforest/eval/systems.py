@@ -139,9 +139,7 @@ async def maintain(
     that are due (`idle`: as after the memory's idle time). `now`: the replay's clock, for the
     store's upkeep that flushes a thread quiet for IDLE_FLUSH_SECONDS into the forest."""
     if now is not None:
-        for thread, zone in list(window.hot.items()):
-            if zone and now - zone[-1].timestamp >= IDLE_FLUSH_SECONDS:
-                window.flush_thread(thread)
+        window.flush_idle(now, IDLE_FLUSH_SECONDS)
     window.graduate()
     # Upkeep re-clusters in slices between turns; a round finishes well within the seconds a
     # turn takes, so the replay runs each one to its end (also keeps the replay deterministic).

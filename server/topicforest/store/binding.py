@@ -92,15 +92,7 @@ class StoreBinding:
 
     def flush_idle(self) -> list[str]:
         """Flush threads with no message for `idle_seconds`; returns their ids."""
-        now = self.window.clock()
-        idle = [
-            thread
-            for thread, zone in self.window.hot.items()
-            if zone and now - zone[-1].timestamp >= self.idle_seconds
-        ]
-        for thread in idle:
-            self.window.flush_thread(thread)
-        return idle
+        return self.window.flush_idle(self.window.clock(), self.idle_seconds)
 
     # -- queries served from disk ------------------------------------------------------------
     def threads(self) -> list[ThreadRow]:
