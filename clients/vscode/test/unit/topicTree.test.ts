@@ -52,7 +52,7 @@ describe('topic tree items', () => {
   it('message children are one-line excerpts that open the preview', () => {
     const item = messageItem({ kind: 'message', topicId: 7, message: {
       id: 3, threadId: 't', role: 'user', content: 'line one\nline two ' + 'x'.repeat(200),
-      timestamp: 1_700_000_000, tokens: 60, cancelled: false } });
+      timestamp: 1_700_000_000, tokens: 60, cancelled: false, attachments: [] } });
     expect((item.label as string)).toMatch(/^You: line one line two x+…$/);
     expect((item.label as string).length).toBeLessThanOrEqual(75);
     expect(item.contextValue).toBe('topicMessage');

@@ -193,7 +193,7 @@ describe('chat webview page', () => {
     await eventually(async () => expect(await (assistantText)()).toContain('click me'));
     await send({ type: 'turnEnd', turnId: 't3', reply: evil, cancelled: false });
     await send({ type: 'history', threadId: 'h', messages: [{ id: 1, threadId: 'h', role: 'assistant',
-      content: evil, timestamp: 0, tokens: 1, cancelled: false }] });
+      content: evil, timestamp: 0, tokens: 1, cancelled: false, attachments: [] }] });
     for (const link of await page.locator('.log a').all()) await link.click();
     await page.waitForTimeout(200);
     expect(await page.evaluate(() => window.__pwned)).toBeUndefined();
@@ -239,8 +239,8 @@ describe('chat webview page', () => {
 
   it('shows thread history and starts a new thread on request', async () => {
     await send({ type: 'history', threadId: 'h', messages: [
-      { id: 1, threadId: 'h', role: 'user', content: 'earlier **question**', timestamp: 0, tokens: 1, cancelled: false },
-      { id: 2, threadId: 'h', role: 'assistant', content: 'earlier *answer*', timestamp: 1, tokens: 1, cancelled: true },
+      { id: 1, threadId: 'h', role: 'user', content: 'earlier **question**', timestamp: 0, tokens: 1, cancelled: false, attachments: [] },
+      { id: 2, threadId: 'h', role: 'assistant', content: 'earlier *answer*', timestamp: 1, tokens: 1, cancelled: true, attachments: [] },
     ] });
     await eventually(async () => expect(await (() => page.locator('.msg').count())()).toBe(2));
     expect(await page.locator('.msg.user .body').innerText()).toBe('earlier **question**'); // user text is plain
