@@ -44,7 +44,7 @@ from importlib import resources
 from topicforest.engine import ContextWindow, WindowConfig
 from topicforest.engine.resolver import resolve_all
 from topicforest.engine.summarize import ExtractiveSummarizer
-from topicforest.memory import tidy_heap
+from topicforest.workspace.upkeep import tidy_heap
 
 SIZES = (200, 2_000, 10_000, 100_000)
 LARGE = 50_000  # from this size on, upkeep runs every UPKEEP_EVERY_LARGE appends

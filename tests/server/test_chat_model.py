@@ -9,7 +9,8 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 
-from topicforest.chat_model import (
+from topicforest.testing.stub_llm import STUB_API_KEY, StubLLM
+from topicforest.workspace.chat_model import (
     ChatModel,
     ChatModelError,
     Usage,
@@ -17,7 +18,6 @@ from topicforest.chat_model import (
     litellm_route,
     resolve_route,
 )
-from topicforest.testing.stub_llm import STUB_API_KEY, StubLLM
 
 QUESTION = [{"role": "user", "content": "Why does data/loader.py call build_loader twice?"}]
 

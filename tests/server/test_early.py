@@ -24,13 +24,12 @@ from pytest_lsp import ClientServerConfig
 
 from topicforest.engine.resolver import resolve_all
 from topicforest.engine.summarize.extractive import ExtractiveSummarizer
-from topicforest.memory import window_config
-from topicforest.server import app, early
-from topicforest.server.config import Settings
+from topicforest.server import app, early, identity
 from topicforest.server.framing import Frame, FrameParser, Skipped
 from topicforest.server.server import TopicForestServer
 from topicforest.server.stdio import PipeReader
 from topicforest.store import Store
+from topicforest.workspace.settings import Settings, window_config
 
 from .conftest import CAPABILITIES, SAMPLE, SERVER, SERVER_ENV, Client, make_client
 
@@ -218,8 +217,8 @@ def test_initialize_answer_equals_pygls(client_capabilities: dict[str, Any]) -> 
     pygls_answer = json.loads(written.getvalue().partition(b"\r\n\r\n")[2])["result"]
     assert pygls_answer["capabilities"] == early.capabilities(client_capabilities)
     assert pygls_answer["serverInfo"] == {
-        "name": early.SERVER_NAME,
-        "version": early.server_version(),
+        "name": identity.SERVER_NAME,
+        "version": identity.server_version(),
     }
 
 

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from topicforest.memory import ProgressStage, WorkspaceMemory
-from topicforest.server.config import Settings
 from topicforest.testing.stub_llm import StubLLM
+from topicforest.workspace.events import ProgressStage
+from topicforest.workspace.memory import WorkspaceMemory
+from topicforest.workspace.settings import Settings
+from topicforest.workspace.upkeep import Upkeep
 
 from .conftest import SAMPLE
 
@@ -23,15 +25,13 @@ class Recorder:
         self.changes: list[tuple[str, list[int] | None]] = []
         self.progress: list[ProgressStage] = []
 
-    def topics_changed(self, memory: WorkspaceMemory, reason: str, ids: list[int] | None) -> None:
+    def topics_changed(self, key: str, reason: str, ids: list[int] | None) -> None:
         self.changes.append((reason, ids))
 
-    def summarizing(
-        self, memory: WorkspaceMemory, stage: ProgressStage, message: str, percentage: int
-    ) -> None:
+    def summarizing(self, key: str, stage: ProgressStage, message: str, percentage: int) -> None:
         self.progress.append(stage)
 
-    def threads_changed(self, memory: WorkspaceMemory, thread_id: str | None) -> None:
+    def threads_changed(self, key: str, thread_id: str | None) -> None:
         self.changes.append(("threads", None))
 
 
@@ -80,12 +80,12 @@ async def test_close_never_hangs_whatever_the_loop_was_doing() -> None:
         memory.append("t", "user", f"store/db.py uses sqlite WAL, attempt {i}")
         await asyncio.sleep(0.0005 * (i % 7))
         await asyncio.wait_for(memory.close(), 2)
-        assert memory._task is None
+        assert not memory.upkeep.running
 
 
 async def test_the_next_render_follows_every_change() -> None:
     memory = busy_memory()
-    thread = next(iter(memory.thread_messages))
+    thread = memory.session.own_threads[0]
     try:
 
         def fresh() -> bool:
@@ -153,13 +153,13 @@ async def test_upkeep_never_starts_while_a_turn_is_sending(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     starts: list[bool] = []  # for each upkeep round: was every turn's request out?
-    real_maintain = WorkspaceMemory.maintain
+    real_maintain = Upkeep.maintain
 
-    async def maintain(self: WorkspaceMemory, **kwargs: bool) -> None:
-        starts.append(self._requests_out.is_set())
+    async def maintain(self: Upkeep, **kwargs: bool) -> None:
+        starts.append(self.gate.is_open)
         await real_maintain(self, **kwargs)
 
-    monkeypatch.setattr(WorkspaceMemory, "maintain", maintain)
+    monkeypatch.setattr(Upkeep, "maintain", maintain)
     async with StubLLM(chunks=3, chunk_latency=0.005) as stub:
         settings = Settings(chat_model="openai/c", api_base=stub.base_url, history_budget=512)
         memory = WorkspaceMemory("k", settings, persist=False)
@@ -197,7 +197,7 @@ async def test_upkeep_goes_on_while_a_turn_hangs_before_sending() -> None:
         turn = asyncio.create_task(memory.chat("t", "1", "Where is parse_config defined?"))
         try:
             await asyncio.sleep(0.3)
-            assert not turn.done() and not memory._requests_out.is_set()  # stuck connecting
+            assert not turn.done() and not memory.gate.is_open  # stuck connecting
             for role, text in SAMPLE[:30]:
                 memory.append("u", role, text)  # wakes upkeep, which has graduating to do
             for _ in range(100):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from topicforest.server import protocol
-from topicforest.server.config import DEFAULTS, Settings, parse_settings, to_wire
+from topicforest.workspace.settings import DEFAULTS, Settings, parse_settings, to_wire
 
 
 def test_settings_parse_camel_case_and_keep_previous_values_on_errors() -> None:

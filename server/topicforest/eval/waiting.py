@@ -20,7 +20,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from topicforest.chat_model import ChatModel
 from topicforest.engine.config import WindowConfig
 from topicforest.engine.messages import Message
 from topicforest.engine.summarize.base import Summarizer
@@ -29,6 +28,7 @@ from topicforest.engine.tokens import estimate_tokens
 from topicforest.engine.window import ContextWindow
 from topicforest.eval.dataset import Conversation
 from topicforest.eval.systems import THREAD, CountingSummarizer, thread_of, too_big
+from topicforest.workspace.chat_model import ChatModel
 
 CHAT_MODEL = "openai/stub-chat"
 
@@ -83,8 +83,8 @@ def _exchanges(conv: Conversation) -> list[Exchange]:
 async def wait_topic_forest(
     conv: Conversation, chat: ChatStub, summarizer: Summarizer, budget: int, think: float = 0.0
 ) -> WaitTrace:
-    from topicforest.memory import WorkspaceMemory
-    from topicforest.server.config import Settings
+    from topicforest.workspace.memory import WorkspaceMemory
+    from topicforest.workspace.settings import Settings
 
     counting = CountingSummarizer(summarizer)
     settings = Settings(chat_model=CHAT_MODEL, api_base=chat.base_url, history_budget=budget)

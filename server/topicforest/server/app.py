@@ -9,7 +9,7 @@ from topicforest.server.features import chat, context, documents, lifecycle, thr
 from topicforest.server.jsonrpc import warm_up
 from topicforest.server.logbridge import setup_logging
 from topicforest.server.server import TopicForestServer
-from topicforest.server.workspaces import Workspaces
+from topicforest.workspace.registry import Workspaces
 
 FEATURES = (lifecycle, documents, topics, context, threads, chat)
 

@@ -29,21 +29,20 @@ import select
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any, BinaryIO, cast
 
 from topicforest.server.features import context, documents, threads, topics
 from topicforest.server.framing import BadMessage, FrameParser, Gate, Skipped, decode
+from topicforest.server.identity import SERVER_NAME, server_version
 from topicforest.server.protocol import BY_NAME, PREFIX
 from topicforest.server.rpc import Handler, call
 from topicforest.server.stdio import protect_stdout, setup_stderr_logging
-from topicforest.server.workspaces import Workspaces
+from topicforest.workspace.registry import Workspaces
 
 log = logging.getLogger(__name__)
 
 EARLY_ENV = "TOPICFOREST_EARLY"
 SERVER_MODULE = "topicforest.server.app"
-SERVER_NAME = "topicforest"
 REPLAY_ID = "topicforest-early-initialize"  # the id of the `initialize` handed to pygls again
 CONTENT_TYPE = b"application/vscode-jsonrpc; charset=utf-8"
 EARLY_REQUESTS: dict[str, Handler] = {
@@ -58,13 +57,6 @@ EARLY_NOTIFICATIONS: dict[str, Handler] = {
     PREFIX + "activeFileChanged": documents.active_file_changed,
 }
 ENCODINGS = ("utf-8", "utf-16", "utf-32")
-
-
-def server_version() -> str:
-    try:
-        return version("topicforest")
-    except PackageNotFoundError:
-        return "0"
 
 
 def capabilities(client: object) -> dict[str, Any]:

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from topicforest.memory import ProgressStage, WorkspaceMemory
 from topicforest.server.protocol import PREFIX
+from topicforest.workspace.events import ProgressStage
 
 if TYPE_CHECKING:
     from topicforest.server.server import TopicForestServer
@@ -30,27 +30,23 @@ class Notifier:
         # per memory: the last progress step, so begin/report/end go out in order
         self._steps: dict[str, asyncio.Future[str | None]] = {}
 
-    def topics_changed(self, memory: WorkspaceMemory, reason: str, ids: list[int] | None) -> None:
-        params: dict[str, object] = {"workspaceUri": memory.key, "reason": reason}
+    def topics_changed(self, key: str, reason: str, ids: list[int] | None) -> None:
+        params: dict[str, object] = {"workspaceUri": key, "reason": reason}
         if ids is not None:
             params["topicIds"] = ids
         self.server.protocol.notify(TOPICS_CHANGED, params)
 
-    def threads_changed(self, memory: WorkspaceMemory, thread_id: str | None) -> None:
-        self.server.protocol.notify(
-            THREADS_CHANGED, {"workspaceUri": memory.key, "threadId": thread_id}
-        )
+    def threads_changed(self, key: str, thread_id: str | None) -> None:
+        self.server.protocol.notify(THREADS_CHANGED, {"workspaceUri": key, "threadId": thread_id})
 
-    def summarizing(
-        self, memory: WorkspaceMemory, stage: ProgressStage, message: str, percentage: int
-    ) -> None:
+    def summarizing(self, key: str, stage: ProgressStage, message: str, percentage: int) -> None:
         if not self.server.supports_progress():
             return
-        previous = self._steps.get(memory.key)
+        previous = self._steps.get(key)
         step = self._step(previous, stage, message, percentage)
-        self._steps[memory.key] = asyncio.ensure_future(step)
+        self._steps[key] = asyncio.ensure_future(step)
         if stage == "end":
-            self._steps[memory.key].add_done_callback(lambda _: self._steps.pop(memory.key, None))
+            self._steps[key].add_done_callback(lambda _: self._steps.pop(key, None))
 
     async def _step(
         self,

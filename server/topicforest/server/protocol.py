@@ -19,7 +19,8 @@ from typing import Any, Literal
 from topicforest.attachments import KINDS, Attachment, AttachmentRef, user_text
 from topicforest.engine import Message, TopicView
 from topicforest.engine.render import RenderedContext
-from topicforest.memory import ChatOutcome, ThreadInfo
+from topicforest.workspace.session import ThreadInfo
+from topicforest.workspace.turn import ChatOutcome
 
 PREFIX = "topicForest/"
 MAX_TEXT = 200_000  # characters in a chat message or query (the engine's message limit)

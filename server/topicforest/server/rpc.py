@@ -13,20 +13,27 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from topicforest.engine import InvalidMessage, UnknownTopic
-from topicforest.memory import ChatNotConfigured, NotRetryable, ProviderError, UnknownThread
 from topicforest.server.protocol import (
     BY_NAME,
     CHAT_NOT_CONFIGURED,
     PROVIDER_ERROR,
     STORE_ERROR,
     UNKNOWN_TOPIC,
+    UNKNOWN_WORKSPACE,
     Method,
     ProtocolError,
     invalid_params,
     validate,
 )
-from topicforest.server.workspaces import Workspaces
 from topicforest.store.errors import StoreError
+from topicforest.workspace.errors import (
+    ChatNotConfigured,
+    NotRetryable,
+    ProviderError,
+    UnknownThread,
+    UnknownWorkspace,
+)
+from topicforest.workspace.registry import Workspaces
 
 if TYPE_CHECKING:
     from topicforest.server.server import TopicForestServer
@@ -46,6 +53,8 @@ def translate(exc: Exception, params: dict[str, Any]) -> Exception:
     """The documented JSON-RPC error for an exception raised by the engine or a memory."""
     if isinstance(exc, UnknownTopic):
         return ProtocolError(UNKNOWN_TOPIC, str(exc), {"topicId": params.get("topicId")})
+    if isinstance(exc, UnknownWorkspace):
+        return ProtocolError(UNKNOWN_WORKSPACE, str(exc), {"workspaceUri": exc.uri})
     if isinstance(exc, InvalidMessage):
         return invalid_params("threadId" if "thread id" in str(exc) else "message", str(exc))
     if isinstance(exc, UnknownThread):

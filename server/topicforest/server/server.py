@@ -15,8 +15,6 @@ from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
-from topicforest.server.config import Settings
-from topicforest.server.early import SERVER_NAME, server_version
 from topicforest.server.framing import (
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
@@ -27,11 +25,13 @@ from topicforest.server.framing import (
     decode,
     error_reply,
 )
+from topicforest.server.identity import SERVER_NAME, server_version
 from topicforest.server.jsonrpc import raw_converter
 from topicforest.server.logbridge import LogBridge
 from topicforest.server.notify import Notifier
 from topicforest.server.stdio import PipeReader
-from topicforest.server.workspaces import Workspaces
+from topicforest.workspace.registry import Workspaces
+from topicforest.workspace.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ import sys
 import threading
 from typing import BinaryIO
 
-from topicforest.memory import redact
+from topicforest.workspace.redact import redact
 
 SENT_TO_CLIENT = "topicforest_sent_to_client"  # set on a LogRecord by the log bridge
 MAX_LINE = 1 << 16  # a header line longer than this is not LSP framing

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from topicforest.memory import freeze_heap, model_window, warm_litellm
-from topicforest.server.config import SECTION
 from topicforest.server.notify import TOPICS_CHANGED
+from topicforest.workspace.models import model_window, warm_litellm
+from topicforest.workspace.settings import SECTION
+from topicforest.workspace.upkeep import freeze_heap
 
 if TYPE_CHECKING:
     from topicforest.server.server import TopicForestServer
@@ -82,7 +83,7 @@ def apply_settings(ls: TopicForestServer, raw: Any) -> list[str]:
     """Validate and apply; returns messages for the user (invalid values keep the old ones)."""
     messages = ls.workspaces.apply(raw)
     for memory in ls.workspaces.memories.values():
-        ls.notifier.topics_changed(memory, "configured", None)
+        ls.notifier.topics_changed(memory.key, "configured", None)
     return messages
 
 

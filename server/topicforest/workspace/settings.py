@@ -1,5 +1,8 @@
 """Settings of the `topicForest` section, validated key by key (jedi-language-server style).
 
+One typed converter (`CONVERTER`) turns the client's JSON into `Settings`; `window_config`
+turns settings into the engine's `WindowConfig`.
+
 The wire uses camelCase keys. `parse_settings` never raises: an invalid value is reported and the
 previous value of that key stays in force; unknown keys are reported as warnings. API keys are
 never settings: they come from the environment only.
@@ -15,6 +18,8 @@ from typing import Any, Literal
 
 import attrs
 import cattrs
+
+from topicforest.engine.config import WindowConfig, auto_history_budget
 
 SECTION = "topicForest"
 SECRET_KEY = re.compile(r"(api_?key|secret|token|password)", re.IGNORECASE)
@@ -186,3 +191,16 @@ def to_wire(settings: Settings) -> dict[str, Any]:
         value = getattr(settings, attribute.name)
         out[key] = list(value) if isinstance(value, tuple) else value
     return out
+
+
+def window_config(
+    settings: Settings, max_input_tokens: int | None = None, workspace_root: str | None = None
+) -> WindowConfig:
+    """The engine's configuration for these settings (`auto` budget: from the model's window)."""
+    budget = settings.history_budget
+    return WindowConfig(
+        history_budget=auto_history_budget(max_input_tokens) if budget == "auto" else budget,
+        merge_threshold=settings.merge_threshold,
+        max_topics=settings.max_topics,
+        workspace_root=workspace_root,
+    )

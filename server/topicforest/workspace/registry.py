@@ -7,9 +7,10 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import unquote
 
-from topicforest.memory import MemoryListener, WorkspaceMemory
-from topicforest.server.config import Settings, parse_settings
-from topicforest.server.protocol import UNKNOWN_WORKSPACE, ProtocolError
+from topicforest.workspace.errors import UnknownWorkspace
+from topicforest.workspace.events import MemoryListener
+from topicforest.workspace.memory import WorkspaceMemory
+from topicforest.workspace.settings import Settings, parse_settings
 
 log = logging.getLogger(__name__)
 GLOBAL = "global"
@@ -112,10 +113,8 @@ class Workspaces:
         memory = self.memories.get(_key(uri))
         if memory is None:
             known = ", ".join(m.key for m in self.folders()) or "none (global memory only)"
-            raise ProtocolError(
-                UNKNOWN_WORKSPACE,
-                f"unknown workspaceUri {uri!r}; open workspace folders: {known}",
-                {"workspaceUri": uri},
+            raise UnknownWorkspace(
+                uri, f"unknown workspaceUri {uri!r}; open workspace folders: {known}"
             )
         return memory
 

@@ -1,0 +1,246 @@
+"""The chat turn: append the question, render, stream the model's answer, store it.
+
+Its critical path (receipt to the request's first byte leaving) holds only the append (one
+commit, fsynced off the loop once the request is out), the render and the send; the send gate
+keeps upkeep out of it (docs/architecture.md, "The chat turn").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from topicforest.attachments import (
+    Attachment,
+    AttachmentRef,
+    SentAttachment,
+    fit,
+    request_text,
+    user_text,
+    with_references,
+)
+from topicforest.engine import Message
+from topicforest.engine.render import RenderedContext
+from topicforest.workspace.chat_model import Usage
+from topicforest.workspace.errors import ChatNotConfigured, NotRetryable, ProviderError
+from topicforest.workspace.gate import SendGate
+from topicforest.workspace.models import Models
+from topicforest.workspace.redact import short_error
+from topicforest.workspace.session import StoreSession
+from topicforest.workspace.settings import Settings
+
+log = logging.getLogger(__name__)
+
+SYSTEM_PROMPT = (
+    "You are a coding assistant inside the user's editor. Earlier conversation may be given as "
+    "topic memory; use it when relevant and say so when you need details you cannot see."
+)
+NOT_CONFIGURED = (
+    "No chat model is configured. Set `topicForest.chatModel` to a litellm model "
+    'string (for example "gpt-4o-mini", "anthropic/claude-3-5-haiku-latest" or '
+    '"openai/<name>" with `topicForest.apiBase`) and put the provider\'s API key in '
+    "the environment (for example OPENAI_API_KEY). Topics work without a model."
+)
+
+
+@dataclass
+class ChatOutcome:
+    thread_id: str
+    turn_id: str
+    reply: str
+    cancelled: bool
+    prompt_tokens: int
+    completion_tokens: int
+    user_message: Message
+    reply_message: Message | None
+    context: RenderedContext
+    attachments: list[AttachmentRef]
+    model: str
+
+
+class Append(Protocol):
+    def __call__(
+        self, thread_id: str, role: str, content: object, *, cancelled: bool = ..., wake: bool = ...
+    ) -> Message: ...
+
+
+class Render(Protocol):
+    def __call__(
+        self,
+        query: str | None = ...,
+        active_file: str | None = ...,
+        thread_id: str | None = ...,
+        *,
+        upto: int | None = ...,
+    ) -> RenderedContext: ...
+
+
+class ChatTurns:
+    def __init__(
+        self,
+        session: Callable[[], StoreSession],
+        settings: Callable[[], Settings],
+        models: Models,
+        gate: SendGate,
+        append: Append,
+        render: Render,
+        kick: Callable[[], None],
+    ) -> None:
+        self.session = session
+        self.settings = settings
+        self.models = models
+        self.gate = gate
+        self.append = append
+        self.render = render
+        self.kick = kick  # wakes upkeep
+        # seconds from receiving a chat turn to its request's first bytes leaving for the model
+        self.critical_path: deque[float] = deque(maxlen=1000)
+
+    async def chat(
+        self,
+        thread_id: str,
+        turn_id: str,
+        text: str,
+        *,
+        active_file: str | None = None,
+        on_delta: Callable[[int, str], None] = lambda index, delta: None,
+        attachments: list[Attachment] | None = None,
+        model: str | None = None,
+        retry_of: int | None = None,
+    ) -> ChatOutcome:
+        """One turn (see `WorkspaceMemory.chat`)."""
+        received = time.perf_counter()
+        settings = self.settings()
+        model = model or settings.chat_model
+        if not model:
+            raise ChatNotConfigured(NOT_CONFIGURED)
+        chat_model = self.models.for_turn(model)
+        session = self.session()
+        if retry_of is not None:
+            user = self._retry_target(session, thread_id, retry_of)
+            carried = session.attachments.sent(user.id)
+        else:
+            carried = fit(attachments or [], settings.attachment_budget, session.window.count)
+            with session.unsynced(), session.transaction():  # fsync overlaps the model call
+                user = self.append(
+                    thread_id, "user", with_references(text, [a.ref for a in carried]), wake=False
+                )
+                session.attachments.add(user.id, carried)
+        refs = [a.ref for a in carried]
+        context = self.render(
+            query=user_text(user.content, refs),
+            active_file=active_file,
+            thread_id=thread_id,
+            upto=user.id if retry_of is not None else None,
+        )
+        messages = request_messages(context, user, carried)
+        parts: list[str] = []
+        usage: Usage | None = None
+        cancelled = False
+        sent = sent_at = 0.0
+        synced: asyncio.Future[None] | None = None
+
+        def on_sent() -> None:
+            nonlocal sent, sent_at
+            sent, sent_at = time.perf_counter(), time.time()
+            self.critical_path.append(sent - received)
+            self.gate.leave()
+
+        self.gate.enter()
+        try:
+            async for delta, piece_usage in chat_model.stream(messages, on_sent):
+                usage = piece_usage or usage
+                if synced is None:  # the request is out: disk and upkeep may have their turn
+                    synced = asyncio.ensure_future(session.sync())
+                    self.kick()
+                if delta:
+                    on_delta(len(parts), delta)
+                    parts.append(delta)
+        except asyncio.CancelledError:
+            cancelled = True
+        except Exception as exc:
+            self._store_reply(session, thread_id, parts, cancelled=True)  # keep what did arrive
+            raise ProviderError(f"The chat model {model} failed: {short_error(exc)}") from exc
+        finally:
+            if not sent:  # failed or cancelled before its request left
+                self.gate.leave()
+            self.kick()
+            # The question must be on disk before any answer; a cancel arriving meanwhile (the
+            # stream just ended) must not skip storing the reply the user has already seen.
+            if await _through_cancel(synced or asyncio.ensure_future(session.sync())):
+                cancelled = True
+        reply = self._store_reply(session, thread_id, parts, cancelled=cancelled)
+        if sent:
+            log.debug(
+                "turn %s: %.3f ms from receipt to the first byte sent at %.6f",
+                turn_id,
+                1000 * (sent - received),
+                sent_at,  # wall clock, so a benchmark can time the pipe in front of us too
+            )
+        return ChatOutcome(
+            thread_id=thread_id,
+            turn_id=turn_id,
+            reply="".join(parts),
+            cancelled=cancelled,
+            prompt_tokens=(usage and usage.prompt_tokens) or context.tokens,
+            completion_tokens=(usage and usage.completion_tokens) or (reply.tokens if reply else 0),
+            user_message=user,
+            reply_message=reply,
+            context=context,
+            attachments=refs,
+            model=model,
+        )
+
+    @staticmethod
+    def _retry_target(session: StoreSession, thread_id: str, message_id: int) -> Message:
+        last = session.last_user_message(thread_id)
+        if last is None or last != message_id:
+            raise NotRetryable(
+                f"message {message_id} is not the last user message of thread {thread_id!r}"
+                + (f" (that is {last})" if last is not None else " (it has none)")
+            )
+        return session.window.log.get(message_id)
+
+    def _store_reply(
+        self, session: StoreSession, thread_id: str, parts: list[str], *, cancelled: bool
+    ) -> Message | None:
+        text = "".join(parts)
+        if not text.strip():
+            return None
+        limit = session.window.config.max_message_chars
+        return self.append(thread_id, "assistant", text[:limit], cancelled=cancelled)
+
+
+def request_messages(
+    context: RenderedContext, user: Message, sent: list[SentAttachment]
+) -> list[dict[str, str]]:
+    """What the model receives: the system prompt, the rendered history, and the question
+    last, carrying this turn's attachments after its text (a retried question that has left
+    the hot zone is added again)."""
+    messages = [{"role": "system", "content": SYSTEM_PROMPT}, *context.messages]
+    asked = bool(context.hot_message_ids) and context.hot_message_ids[-1] == user.id
+    if asked and not sent:
+        return messages
+    content = messages.pop()["content"] if asked else user.content
+    texts = [a.text for a in sent]
+    messages.append(
+        {"role": "user", "content": request_text(content, [a.ref for a in sent], texts)}
+    )
+    return messages
+
+
+async def _through_cancel(future: asyncio.Future[None]) -> bool:
+    """Await `future` to its end even if this task is cancelled meanwhile; whether it was."""
+    cancelled = False
+    while not future.done():
+        try:
+            await asyncio.shield(future)
+        except asyncio.CancelledError:
+            cancelled = True
+    future.result()
+    return cancelled
