@@ -27,6 +27,34 @@ export interface Topic {
 
 export type Role = 'user' | 'assistant';
 
+/** Lines of a file, 0-based, inclusive. */
+export interface LineRange {
+  startLine: number;
+  endLine: number;
+}
+
+export type AttachmentKind = 'file' | 'selection' | 'problems';
+
+/** Code sent with one chat turn (`text` is what the editor has, unsaved edits included). */
+export interface Attachment {
+  kind: AttachmentKind;
+  path: string;
+  range?: LineRange;
+  language?: string;
+  text: string;
+}
+
+/** What the server stored of an attachment: a reference, never the text. */
+export interface AttachmentRef {
+  kind: AttachmentKind;
+  path: string;
+  range?: LineRange | null;
+  language?: string | null;
+  sha256: string;
+  tokens: number;
+  truncated: boolean;
+}
+
 export interface Message {
   id: number;
   threadId: string;
@@ -35,6 +63,7 @@ export interface Message {
   timestamp: number;
   tokens: number;
   cancelled: boolean;
+  attachments: AttachmentRef[];
 }
 
 export interface ContextTopic {
@@ -48,6 +77,12 @@ export interface ChatParams {
   turnId: string;
   message: string;
   activeFile?: string;
+  /** at most 20 */
+  attachments?: Attachment[];
+  /** the chat model for this turn (overrides topicForest.chatModel) */
+  model?: string;
+  /** the thread's last user message id: answer it again instead of storing a new message */
+  retryOf?: number;
 }
 
 export interface ChatResult {
@@ -60,6 +95,8 @@ export interface ChatResult {
   /** null when the turn was cancelled before any reply text. */
   replyMessageId: number | null;
   context: { tokens: number; budget: number; topics: ContextTopic[] };
+  attachments: AttachmentRef[];
+  model: string;
 }
 
 export interface ChatDelta {
@@ -109,6 +146,22 @@ export interface ThreadInfo {
   title: string;
 }
 
+export interface RenameThreadParams {
+  threadId: string;
+  /** 1-200 characters */
+  title: string;
+}
+
+export interface DeleteThreadResult {
+  threadId: string;
+  deletedMessages: number;
+}
+
+export interface ThreadsChanged {
+  workspaceUri: string;
+  threadId: string;
+}
+
 export interface TopicsChanged {
   workspaceUri: string;
   reason: string;
@@ -136,6 +189,8 @@ export interface Requests {
   ];
   'topicForest/listThreads': [Record<string, never>, { threads: ThreadInfo[] }];
   'topicForest/threadHistory': [ThreadHistoryParams, ThreadHistoryResult];
+  'topicForest/renameThread': [RenameThreadParams, { thread: ThreadInfo }];
+  'topicForest/deleteThread': [{ threadId: string }, DeleteThreadResult];
 }
 
 /** Notifications the client sends. */
@@ -147,6 +202,7 @@ export interface ClientNotifications {
 export interface Notifications {
   'topicForest/chatDelta': ChatDelta;
   'topicForest/topicsChanged': TopicsChanged;
+  'topicForest/threadsChanged': ThreadsChanged;
 }
 
 export type RequestMethod = keyof Requests;
@@ -157,8 +213,8 @@ export type ResultOf<M extends RequestMethod> = Requests[M][1];
 /** The methods this client calls, with the params/result fields it relies on (contract test). */
 export const REQUESTS = {
   'topicForest/chat': {
-    params: ['threadId', 'turnId', 'message', 'activeFile'],
-    result: ['reply', 'cancelled', 'turnId', 'threadId'],
+    params: ['threadId', 'turnId', 'message', 'activeFile', 'attachments', 'model', 'retryOf'],
+    result: ['reply', 'cancelled', 'turnId', 'threadId', 'userMessageId', 'attachments', 'model'],
   },
   'topicForest/listTopics': { params: [], result: ['topics', 'budget', 'used'] },
   'topicForest/previewTopic': { params: ['topicId'], result: ['topic', 'messages'] },
@@ -170,11 +226,14 @@ export const REQUESTS = {
   'topicForest/searchTopics': { params: ['query', 'limit'], result: ['results'] },
   'topicForest/listThreads': { params: [], result: ['threads'] },
   'topicForest/threadHistory': { params: ['threadId', 'limit'], result: ['threadId', 'messages'] },
+  'topicForest/renameThread': { params: ['threadId', 'title'], result: ['thread'] },
+  'topicForest/deleteThread': { params: ['threadId'], result: ['threadId', 'deletedMessages'] },
 } as const satisfies Record<RequestMethod, { params: readonly string[]; result: readonly string[] }>;
 
 export const NOTIFICATIONS = {
   'topicForest/chatDelta': ['threadId', 'turnId', 'index', 'delta'],
   'topicForest/topicsChanged': ['workspaceUri', 'reason', 'topicIds'],
+  'topicForest/threadsChanged': ['workspaceUri', 'threadId'],
 } as const satisfies Record<NotificationMethod, readonly string[]>;
 
 export const CLIENT_NOTIFICATIONS = {
@@ -191,7 +250,7 @@ export const TOPIC_SHAPE = {
 
 export const MESSAGE_SHAPE = {
   id: 'integer', threadId: 'string', role: '"user"|"assistant"', content: 'string',
-  timestamp: 'number', tokens: 'integer', cancelled: 'boolean',
+  timestamp: 'number', tokens: 'integer', cancelled: 'boolean', attachments: 'AttachmentRef[]',
 } as const satisfies Record<keyof Message, string>;
 
 export const SPEND_SHAPE = {

@@ -137,7 +137,7 @@ describe('chat webview page', () => {
   });
 
   it('renders a streamed reply incrementally, in index order, then the final markdown', async () => {
-    await send({ type: 'turnStart', turnId: 't1', text: 'explain' });
+    await send({ type: 'turnStart', turnId: 't1', text: 'explain', attachments: [], resend: false });
     await eventually(async () => expect(await (() => page.locator('#stop').isVisible())()).toBe(true));
     expect(await page.locator('#send').isVisible()).toBe(false);
     await send({ type: 'delta', turnId: 't1', index: 0, delta: 'Hello **wor' });
@@ -159,14 +159,14 @@ describe('chat webview page', () => {
   });
 
   it('renders markdown with code blocks that have copy buttons', async () => {
-    await send({ type: 'turnStart', turnId: 't2', text: 'code?' });
+    await send({ type: 'turnStart', turnId: 't2', text: 'code?', attachments: [], resend: false });
     await send({ type: 'turnEnd', turnId: 't2', cancelled: false, reply:
       '## Steps\n\nUse `re.finditer`:\n\n```python\nfor m in re.finditer(p, s):\n    print(m)\n```\n\n' +
       '| a | b |\n|---|---|\n| 1 | 2 |\n\nSee [docs](https://docs.python.org/3/library/re.html).' });
     await eventually(async () => expect(await (() => page.locator('.msg.assistant h2').textContent())()).toBe('Steps'));
     expect(await page.locator('.msg.assistant code').first().textContent()).toBe('re.finditer');
     expect(await page.locator('.msg.assistant td').count()).toBe(2);
-    await page.locator('.msg.assistant pre button.copy').click();
+    await page.locator('.msg.assistant .code-block .code-header button.copy').click();
     expect((await posted()).find((m) => m.type === 'copy')).toEqual({ type: 'copy',
       text: 'for m in re.finditer(p, s):\n    print(m)\n' });
     await page.locator('.msg.assistant a', { hasText: 'docs' }).click();
@@ -188,12 +188,12 @@ describe('chat webview page', () => {
       '![img](x" onerror="window.__pwned=\'img\')',
       '[vb](vbscript:msgbox(1))',
     ].join('\n\n');
-    await send({ type: 'turnStart', turnId: 't3', text: '<img src=x onerror="window.__pwned=\'user\'">' });
+    await send({ type: 'turnStart', turnId: 't3', text: '<img src=x onerror="window.__pwned=\'user\'">', attachments: [], resend: false });
     await send({ type: 'delta', turnId: 't3', index: 0, delta: evil });
     await eventually(async () => expect(await (assistantText)()).toContain('click me'));
     await send({ type: 'turnEnd', turnId: 't3', reply: evil, cancelled: false });
     await send({ type: 'history', threadId: 'h', messages: [{ id: 1, threadId: 'h', role: 'assistant',
-      content: evil, timestamp: 0, tokens: 1, cancelled: false }] });
+      content: evil, timestamp: 0, tokens: 1, cancelled: false, attachments: [] }] });
     for (const link of await page.locator('.log a').all()) await link.click();
     await page.waitForTimeout(200);
     expect(await page.evaluate(() => window.__pwned)).toBeUndefined();
@@ -215,7 +215,7 @@ describe('chat webview page', () => {
   });
 
   it('Stop asks to cancel; a cancelled turn keeps its partial text marked as stopped', async () => {
-    await send({ type: 'turnStart', turnId: 't4', text: 'long' });
+    await send({ type: 'turnStart', turnId: 't4', text: 'long', attachments: [], resend: false });
     await send({ type: 'delta', turnId: 't4', index: 0, delta: 'partial answer' });
     await page.locator('#stop').click();
     await page.locator('#input').press('Escape');
@@ -227,9 +227,9 @@ describe('chat webview page', () => {
   });
 
   it('shows an error inline with what to do and its action buttons', async () => {
-    await send({ type: 'turnStart', turnId: 't5', text: 'hi' });
+    await send({ type: 'turnStart', turnId: 't5', text: 'hi', attachments: [], resend: false });
     await send({ type: 'error', turnId: 't5', message: 'No chat model configured',
-      hint: 'Set "topicForest.chatModel" ...', actions: [{ id: 'openSettings', label: 'Open Settings' }] });
+      hint: 'Set "topicForest.chatModel" ...', actions: [{ id: 'openSettings', label: 'Open Settings' }], retry: true });
     await eventually(async () => expect(await (() => page.locator('.msg.error .error-hint').textContent())()).toContain('topicForest.chatModel'));
     expect(await page.locator('.msg.assistant').count()).toBe(0); // the empty reply bubble is gone
     await page.getByRole('button', { name: 'Open Settings' }).click();
@@ -239,8 +239,8 @@ describe('chat webview page', () => {
 
   it('shows thread history and starts a new thread on request', async () => {
     await send({ type: 'history', threadId: 'h', messages: [
-      { id: 1, threadId: 'h', role: 'user', content: 'earlier **question**', timestamp: 0, tokens: 1, cancelled: false },
-      { id: 2, threadId: 'h', role: 'assistant', content: 'earlier *answer*', timestamp: 1, tokens: 1, cancelled: true },
+      { id: 1, threadId: 'h', role: 'user', content: 'earlier **question**', timestamp: 0, tokens: 1, cancelled: false, attachments: [] },
+      { id: 2, threadId: 'h', role: 'assistant', content: 'earlier *answer*', timestamp: 1, tokens: 1, cancelled: true, attachments: [] },
     ] });
     await eventually(async () => expect(await (() => page.locator('.msg').count())()).toBe(2));
     expect(await page.locator('.msg.user .body').innerText()).toBe('earlier **question**'); // user text is plain
