@@ -140,8 +140,12 @@ export class PendingAttachments {
   addFile(uri: vscode.Uri): boolean {
     const path = relative(uri);
     return this.add({ kind: 'file', path }, async () => {
-      const { text, language } = await readText(uri);
-      return { kind: 'file', path, text: capText(text, path), ...(language ? { language } : {}) };
+      try {
+        const { text, language } = await readText(uri);
+        return { kind: 'file', path, text: capText(text, path), ...(language ? { language } : {}) };
+      } catch (error) { // deleted or unreadable since it was picked: the model is told so
+        return { kind: 'file', path, text: `[could not read ${path}: ${String(error)}]` };
+      }
     });
   }
 

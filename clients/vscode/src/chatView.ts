@@ -106,7 +106,7 @@ export class ChatController implements vscode.Disposable, ThreadHost {
   }
 
   get busy(): boolean {
-    return this.turn !== undefined;
+    return this.turn !== undefined || this.taking;
   }
 
   attach(sink: ChatSink | undefined): void {
@@ -306,8 +306,12 @@ export class ChatController implements vscode.Disposable, ThreadHost {
   async send(text: string): Promise<void> {
     const message = text.trim();
     if (!message || this.turn || this.taking) return;
-    this.taking = true;
-    const { attachments, chips } = await this.pending.take().finally(() => (this.taking = false));
+    let taken: { attachments: Attachment[]; chips: Chip[] } = { attachments: [], chips: [] };
+    if (this.pending.size) { // (no await without attachments: the turn starts at once)
+      this.taking = true;
+      taken = await this.pending.take().finally(() => (this.taking = false));
+    }
+    const { attachments, chips } = taken;
     const asked: Asked = { text: message, attachments, chips, userIdBefore: this.lastUserId,
       maybeSent: false };
     this.lastAsked = asked;

@@ -9,19 +9,36 @@ import { ChatController } from '../../src/chatView';
 import { ErrorCodes, type ChatParams } from '../../src/protocol';
 import { FakeConnection, Memento } from './fakes';
 
-function setup(handler: ConstructorParameters<typeof FakeConnection>[0]) {
-  const conn = new FakeConnection(handler);
+type Handler = NonNullable<ConstructorParameters<typeof FakeConnection>[0]>;
+
+/** The page's view of a turn: what these tests look at (header/setup/pending posts aside). */
+const TURN_POSTS = new Set(['history', 'turnStart', 'delta', 'turnEnd', 'error', 'queued', 'interrupted', 'notice']);
+
+function setup(handler: Handler, options: ConstructorParameters<typeof ChatController>[3] = {}) {
+  // listThreads (the header's title) answers an empty list unless the test's handler answers it
+  const conn = new FakeConnection((method, params, token) => (method === 'topicForest/listThreads'
+    && !handles.listThreads ? { threads: [] } : handler(method, params, token)));
+  const handles = { listThreads: false };
   const afterTurn = fn();
-  const chat = new ChatController(conn, new Memento(), afterTurn);
+  const state = new Memento();
+  const chat = new ChatController(conn, state, afterTurn, options);
+  const all: ToWebview[] = [];
   const posted: ToWebview[] = [];
-  chat.attach({ postMessage: (m) => { posted.push(m); return Promise.resolve(true); } });
-  return { conn, chat, posted, afterTurn };
+  chat.attach({ postMessage: (m) => {
+    all.push(m);
+    if (TURN_POSTS.has(m.type)) posted.push(m);
+    return Promise.resolve(true);
+  } });
+  const requests = (method: string) => conn.sent.filter((s) => s.method === method);
+  return { conn, chat, posted, all, afterTurn, state, handles, requests };
 }
+
+const tick = () => new Promise((r) => setTimeout(r, 0));
 
 const reply = (p: ChatParams, text: string, cancelled = false) => ({
   threadId: p.threadId, turnId: p.turnId, reply: text, cancelled,
   usage: { promptTokens: 1, completionTokens: 1 }, userMessageId: 1, replyMessageId: 2,
-  context: { tokens: 1, budget: 1024, topics: [] },
+  context: { tokens: 1, budget: 1024, topics: [] }, attachments: [], model: 'openai/stub',
 });
 
 describe('chat controller', () => {
@@ -48,6 +65,8 @@ describe('chat controller', () => {
     expect(params.turnId).toMatch(/^[0-9a-f-]{36}$/);
     expect(sent.token).toBeDefined();
     expect(posted.map((m) => m.type)).toEqual(['turnStart', 'delta', 'delta', 'turnEnd']);
+    expect(params).not.toHaveProperty('attachments');
+    expect(params).not.toHaveProperty('retryOf');
     expect(posted.flatMap((m) => (m.type === 'delta' ? [m.delta] : []))).toEqual(['Hel', 'lo']);
     expect(posted.at(-1)).toMatchObject({ type: 'turnEnd', reply: 'Hello', cancelled: false });
     expect(afterTurn).toHaveBeenCalledTimes(1);
@@ -80,40 +99,47 @@ describe('chat controller', () => {
     expect(posted.at(-1)).toMatchObject({ type: 'turnEnd', reply: 'partial', cancelled: true });
   });
 
-  it('no chat model: the error says how to set topicForest.chatModel and offers the settings', async () => {
+  it('no chat model: the server\'s advice shows once (no second copy as a hint), with Configure Model', async () => {
+    // The server's message already says how to set a model; the client used to add the same
+    // advice again as a hint, so the bubble printed it twice.
+    const advice = 'No chat model is configured. Set `topicForest.chatModel` to a litellm model string.';
     const { chat, posted } = setup(() => Promise.reject(Object.assign(
-      new Error('No chat model configured'), { code: ErrorCodes.ChatModelNotConfigured })));
+      new Error(advice), { code: ErrorCodes.ChatModelNotConfigured })));
     await chat.send('hello');
     const error = posted.at(-1);
     expect(error?.type).toBe('error');
     if (error?.type !== 'error') return;
     expect(error.turnId).toBeDefined();
-    expect(error.hint).toContain('topicForest.chatModel');
-    expect(error.actions.map((a) => a.id)).toEqual(['openSettings']);
-    await chat.handle({ type: 'action', id: 'openSettings' });
-    expect(vscode.commands.executeCommand).toHaveBeenCalledWith('topicForest.openSettings');
+    expect(error.message).toBe(advice);
+    expect(error.hint).toBe('');
+    expect(error.actions.map((a) => a.id)).toEqual(['configureModel']);
+    await chat.handle({ type: 'action', id: 'configureModel' });
+    expect(vscode.commands.executeCommand).toHaveBeenCalledWith('topicForest.configureModel');
   });
 
   it('loads the thread history on ready; a new thread gets a new id and an empty view', async () => {
-    const history = [{ id: 1, threadId: 'x', role: 'user', content: 'earlier', timestamp: 1, tokens: 2, cancelled: false }];
-    const { chat, conn, posted } = setup(() => ({ threadId: 'x', messages: history }));
+    const history = [{ id: 1, threadId: 'x', role: 'user', content: 'earlier', timestamp: 1, tokens: 2,
+      cancelled: false, attachments: [] }];
+    const { chat, posted, requests, afterTurn } = setup(() => ({ threadId: 'x', messages: history }));
     const first = chat.threadId;
     await chat.handle({ type: 'ready' });
-    expect(conn.sent[0]).toMatchObject({ method: 'topicForest/threadHistory', params: { threadId: first } });
+    expect(requests('topicForest/threadHistory')[0]).toMatchObject({ params: { threadId: first } });
     expect(posted[0]).toEqual({ type: 'history', threadId: first, messages: history });
     await chat.handle({ type: 'newThread' });
     expect(chat.threadId).not.toBe(first);
     expect(posted.at(-1)).toEqual({ type: 'history', threadId: chat.threadId, messages: [] });
+    expect(afterTurn).toHaveBeenCalledTimes(1); // the tree follows the current thread
   });
 
   it('reloads the thread when the server (re)starts, with a view to show it in', async () => {
-    const { chat, conn } = setup(() => ({ threadId: 'x', messages: [] }));
+    const { chat, requests } = setup(() => ({ threadId: 'x', messages: [] }));
     chat.serverStarted();
-    await new Promise((r) => setTimeout(r, 0));
-    expect(conn.sent.map((s) => s.method)).toEqual(['topicForest/threadHistory']);
+    await tick();
+    expect(requests('topicForest/threadHistory')).toHaveLength(1);
     chat.attach(undefined);
     chat.serverStarted();
-    expect(conn.sent).toHaveLength(1);
+    await tick();
+    expect(requests('topicForest/threadHistory')).toHaveLength(1);
   });
 
   it('a history answered after a turn began never wipes the turn: the thread is loaded again after it', async () => {
@@ -121,7 +147,7 @@ describe('chat controller', () => {
     // the answer lands. Posting that (older) history then would empty the view mid-turn.
     const stored = (n: number) => Array.from({ length: n }, (_, i) => ({
       id: i + 1, threadId: 'x', role: i % 2 ? 'assistant' : 'user', content: `m${i}`,
-      timestamp: i, tokens: 1, cancelled: false,
+      timestamp: i, tokens: 1, cancelled: false, attachments: [],
     }));
     let answerHistory: (() => void) | undefined;
     let historyCalls = 0;
