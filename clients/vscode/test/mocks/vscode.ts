@@ -252,7 +252,7 @@ export const window = {
   showErrorMessage: fn((..._args: unknown[]): Promise<string | undefined> => Promise.resolve(undefined)),
   showInformationMessage: fn((..._args: unknown[]): Promise<string | undefined> => Promise.resolve(undefined)),
   setStatusBarMessage: fn(),
-  showTextDocument: fn((doc: unknown) => Promise.resolve(doc)),
+  showTextDocument: fn((doc: unknown, _column?: unknown) => Promise.resolve(doc)),
   createTerminal: fn((name: string) => {
     const sent: string[] = [];
     const terminal = { name, sent, show: fn(), sendText: (t: string) => sent.push(t) };
