@@ -280,10 +280,11 @@ export class ChatController implements vscode.Disposable, ThreadHost {
     void this.postHeader();
   }
 
-  /** Another window (or this one) renamed or deleted a thread. */
+  /** This or another window renamed or deleted a thread (`threadId` null: another window
+   *  changed threads, which ones unknown). */
   private async onThreadsChanged(changed: ThreadsChanged): Promise<void> {
     await this.threads.refresh();
-    if (changed.threadId !== this.threadId) return;
+    if (changed.threadId !== null && changed.threadId !== this.threadId) return;
     const threadId = this.threadId;
     let exists = true;
     try {

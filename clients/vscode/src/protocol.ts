@@ -27,31 +27,33 @@ export interface Topic {
 
 export type Role = 'user' | 'assistant';
 
-/** Lines of a file, 0-based, inclusive. */
+export type AttachmentKind = 'file' | 'selection' | 'problems';
+
+/** Lines, 0-based and inclusive. */
 export interface LineRange {
   startLine: number;
   endLine: number;
 }
 
-export type AttachmentKind = 'file' | 'selection' | 'problems';
-
-/** Code sent with one chat turn (`text` is what the editor has, unsaved edits included). */
+/** Editor code sent with one chat turn (`text`: what the editor has, unsaved edits included). */
 export interface Attachment {
-  kind: AttachmentKind;
-  path: string;
-  range?: LineRange;
-  language?: string;
-  text: string;
-}
-
-/** What the server stored of an attachment: a reference, never the text. */
-export interface AttachmentRef {
   kind: AttachmentKind;
   path: string;
   range?: LineRange | null;
   language?: string | null;
+  text: string;
+}
+
+/** What the server kept of an attachment: the chip on a sent message. */
+export interface AttachmentRef {
+  kind: AttachmentKind;
+  path: string;
+  range: LineRange | null;
+  language: string | null;
   sha256: string;
+  /** Tokens the request carried for it (within attachmentBudget). */
   tokens: number;
+  /** Cut to fit, with a marker line naming the lines not sent. */
   truncated: boolean;
 }
 
@@ -59,6 +61,7 @@ export interface Message {
   id: number;
   threadId: string;
   role: Role;
+  /** The user's own text (reference lines become `attachments`). */
   content: string;
   timestamp: number;
   tokens: number;
@@ -77,11 +80,11 @@ export interface ChatParams {
   turnId: string;
   message: string;
   activeFile?: string;
-  /** at most 20 */
+  /** At most 20; sent with this turn only. */
   attachments?: Attachment[];
-  /** the chat model for this turn (overrides topicForest.chatModel) */
+  /** This turn's chat model (overrides topicForest.chatModel). */
   model?: string;
-  /** the thread's last user message id: answer it again instead of storing a new message */
+  /** The thread's last user message id: answer it again (nothing new stored but the reply). */
   retryOf?: number;
 }
 
@@ -96,6 +99,7 @@ export interface ChatResult {
   replyMessageId: number | null;
   context: { tokens: number; budget: number; topics: ContextTopic[] };
   attachments: AttachmentRef[];
+  /** The model that answered. */
   model: string;
 }
 
@@ -123,10 +127,21 @@ export interface TopicMessagesResult {
   messages: Message[];
 }
 
+export interface ListTopicsParams {
+  /** The thread whose next request `used`/`rendered` describe (its hot messages included). */
+  threadId?: string;
+}
+
 export interface ListTopicsResult {
   topics: Topic[];
   budget: number;
+  /** Tokens of the next request's history (renderContext {threadId} with no query). */
   used: number;
+  threadId: string | null;
+  /** Topics in that request, in rank order, with their mode and cost. */
+  rendered: ContextTopic[];
+  /** Live topics left out of it for lack of room. */
+  omittedTopics: number[];
 }
 
 export interface ThreadHistoryParams {
@@ -148,7 +163,7 @@ export interface ThreadInfo {
 
 export interface RenameThreadParams {
   threadId: string;
-  /** 1-200 characters */
+  /** 1-200 characters. */
   title: string;
 }
 
@@ -159,7 +174,8 @@ export interface DeleteThreadResult {
 
 export interface ThreadsChanged {
   workspaceUri: string;
-  threadId: string;
+  /** null: another window changed threads (list them again). */
+  threadId: string | null;
 }
 
 export interface TopicsChanged {
@@ -176,7 +192,7 @@ export interface WorkspaceParam {
 /** Request name -> [params, result]. */
 export interface Requests {
   'topicForest/chat': [ChatParams, ChatResult];
-  'topicForest/listTopics': [Record<string, never>, ListTopicsResult];
+  'topicForest/listTopics': [ListTopicsParams, ListTopicsResult];
   'topicForest/previewTopic': [TopicIdParams, TopicMessagesResult];
   'topicForest/expandTopic': [TopicIdParams, TopicMessagesResult];
   'topicForest/collapseTopic': [TopicIdParams, TopicResult];
@@ -214,9 +230,12 @@ export type ResultOf<M extends RequestMethod> = Requests[M][1];
 export const REQUESTS = {
   'topicForest/chat': {
     params: ['threadId', 'turnId', 'message', 'activeFile', 'attachments', 'model', 'retryOf'],
-    result: ['reply', 'cancelled', 'turnId', 'threadId', 'userMessageId', 'attachments', 'model'],
+    result: ['reply', 'cancelled', 'turnId', 'threadId', 'attachments', 'model'],
   },
-  'topicForest/listTopics': { params: [], result: ['topics', 'budget', 'used'] },
+  'topicForest/listTopics': {
+    params: ['threadId'],
+    result: ['topics', 'budget', 'used', 'threadId', 'rendered', 'omittedTopics'],
+  },
   'topicForest/previewTopic': { params: ['topicId'], result: ['topic', 'messages'] },
   'topicForest/expandTopic': { params: ['topicId'], result: ['topic', 'messages'] },
   'topicForest/collapseTopic': { params: ['topicId'], result: ['topic'] },
@@ -252,6 +271,20 @@ export const MESSAGE_SHAPE = {
   id: 'integer', threadId: 'string', role: '"user"|"assistant"', content: 'string',
   timestamp: 'number', tokens: 'integer', cancelled: 'boolean', attachments: 'AttachmentRef[]',
 } as const satisfies Record<keyof Message, string>;
+
+export const ATTACHMENT_SHAPE = {
+  kind: '"file"|"selection"|"problems"', path: 'string', range: 'LineRange|null',
+  language: 'string|null', text: 'string',
+} as const satisfies Record<keyof Attachment, string>;
+
+export const ATTACHMENT_REF_SHAPE = {
+  kind: '"file"|"selection"|"problems"', path: 'string', range: 'LineRange|null',
+  language: 'string|null', sha256: 'string', tokens: 'integer', truncated: 'boolean',
+} as const satisfies Record<keyof AttachmentRef, string>;
+
+export const THREAD_SHAPE = {
+  threadId: 'string', messageCount: 'integer', lastTime: 'number', title: 'string',
+} as const satisfies Record<keyof ThreadInfo, string>;
 
 export const SPEND_SHAPE = {
   calls: 'integer', inputTokens: 'integer', outputTokens: 'integer',
