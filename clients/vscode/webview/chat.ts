@@ -188,7 +188,12 @@ function showMessage(m: Message): void {
   const { element, body } = bubble('assistant');
   rawText.set(element, m.content);
   renderInto(body, m.content);
-  if (m.cancelled) addNote(element, 'Stopped');
+  if (m.cancelled) markStopped(element);
+}
+
+function markStopped(element: HTMLElement): void {
+  element.classList.add('cancelled');
+  addNote(element, 'Stopped');
 }
 
 function addNote(element: HTMLElement, text: string, className = 'note'): HTMLElement {
@@ -252,7 +257,7 @@ function endTurn(turnId: string, reply: string | undefined, cancelled: boolean):
   }
   rawText.set(t.element, text);
   renderInto(t.body, text);
-  if (cancelled) addNote(t.element, 'Stopped');
+  if (cancelled) markStopped(t.element);
   updateRetry();
   scrollToEnd();
   return t.element;

@@ -221,7 +221,7 @@ describe('chat webview page', () => {
     await page.locator('#input').press('Escape');
     expect((await posted()).filter((m) => m.type === 'stop')).toHaveLength(2);
     await send({ type: 'turnEnd', turnId: 't4', reply: 'partial answer', cancelled: true });
-    await eventually(async () => expect(await (() => page.locator('.msg.assistant .note').textContent())()).toBe('Stopped'));
+    await eventually(async () => expect(await (() => page.locator('.msg.assistant.cancelled .note').textContent())()).toBe('Stopped'));
     expect(await page.locator('#send').isVisible()).toBe(true);
     expect(await page.locator('#stop').isVisible()).toBe(false);
   });
