@@ -111,7 +111,7 @@ export const chipOf = (a: Attachment | AttachmentRef): Chip => ({ kind: a.kind, 
 /** What the next message carries; the chat view shows it as chips. */
 export class PendingAttachments {
   private items: Pending[] = [];
-  private files: { at: number; paths: Promise<string[]> } | undefined;
+  private files: { at: number; uris: Promise<Map<string, vscode.Uri>> } | undefined;
 
   /** `editor`: the last text editor the user was in (the chat has the focus meanwhile). */
   constructor(private readonly editor: () => vscode.TextEditor | undefined,
@@ -154,15 +154,18 @@ export class PendingAttachments {
     return attachment ? this.addAttachment(attachment) : false;
   }
 
-  /** From the `@` list: a workspace-relative path, `@selection` or `@problems`. */
-  addMention(item: MentionItem): boolean {
+  /** From the `@` list: a workspace-relative path (its listed file: multi-root folders too),
+   *  `@selection` or `@problems`. */
+  async addMention(item: MentionItem): Promise<boolean> {
     if (item.kind === 'selection') return this.addSelection();
     if (item.kind === 'problems') {
       const attachment = problemsAttachment(this.editor());
       return attachment ? this.addAttachment(attachment) : false;
     }
+    const listed = this.files ? await this.files.uris : new Map<string, vscode.Uri>();
     const folder = vscode.workspace.workspaceFolders?.[0];
-    return folder ? this.addFile(vscode.Uri.joinPath(folder.uri, item.path)) : false;
+    const uri = listed.get(item.path) ?? (folder && vscode.Uri.joinPath(folder.uri, item.path));
+    return uri ? this.addFile(uri) : false;
   }
 
   remove(id: string): void {
@@ -195,19 +198,20 @@ export class PendingAttachments {
         items.push({ kind: 'problems', path, detail: `${count} problem${count === 1 ? '' : 's'} in ${path}` });
       }
     }
-    const paths = rankPaths(await this.workspaceFiles(), query, MAX_MENTIONS - items.length);
+    const paths = rankPaths([...(await this.workspaceFiles()).keys()], query, MAX_MENTIONS - items.length);
     return [...items, ...paths.map((path): MentionItem => ({ kind: 'file', path }))];
   }
 
   /** Workspace files (cached for 30 s), without files.exclude, dependencies and caches. */
-  private workspaceFiles(): Promise<string[]> {
+  private workspaceFiles(): Promise<Map<string, vscode.Uri>> {
     const now = Date.now();
     if (!this.files || now - this.files.at > LIST_TTL_MS) {
       const exclude = excludeGlob(vscode.workspace.getConfiguration('files')
         .get<Record<string, unknown>>('exclude'));
-      this.files = { at: now, paths: Promise.resolve(vscode.workspace.findFiles('**/*', exclude,
-        MAX_LISTED_FILES)).then((uris) => uris.map(relative).sort()) };
+      this.files = { at: now, uris: Promise.resolve(vscode.workspace.findFiles('**/*', exclude,
+        MAX_LISTED_FILES)).then((uris) => new Map(uris.map((u) => [relative(u), u] as const)
+        .sort(([a], [b]) => a.localeCompare(b)))) };
     }
-    return this.files.paths;
+    return this.files.uris;
   }
 }

@@ -151,7 +151,7 @@ export class ChatController implements vscode.Disposable, ThreadHost {
           items: await this.pending.mentions(message.query) });
         return;
       case 'attach':
-        this.pending.addMention(message.item);
+        await this.pending.addMention(message.item);
         return;
       case 'detach':
         return this.pending.remove(message.id);

@@ -88,14 +88,25 @@ describe('attachments', () => {
     expect(pending(undefined).list.addSelection()).toBe(false);
   });
 
+  it('a listed file is attached by its own uri (a second workspace folder too)', async () => {
+    mock.workspace.findFiles.mockResolvedValueOnce([mock.Uri.file('/other/tools/x.py')]);
+    mock.workspace.asRelativePath.mockImplementation((u: mock.Uri) => u.path.replace(/^\/(ws|other)\//, ''));
+    mock.disk.set('/other/tools/x.py', 'second folder');
+    const { list } = pending();
+    expect(await list.mentions('x')).toEqual([{ kind: 'file', path: 'tools/x.py' }]);
+    await list.addMention({ kind: 'file', path: 'tools/x.py' });
+    expect((await list.take()).attachments[0]?.text).toBe('second folder');
+    mock.workspace.asRelativePath.mockImplementation((u: mock.Uri) => u.path.replace(/^\/ws\//, ''));
+  });
+
   it('a file is read when the message goes out: the open (unsaved) buffer first, else the disk', async () => {
     mock.disk.set('/ws/src/app.py', 'saved text');
     mock.disk.set('/ws/lib/util.py', 'on disk');
     mock.workspace.textDocuments = [new mock.FakeDocument(uri('src/app.py'), 'unsaved edit', 'python')];
     const { list } = pending();
-    list.addMention({ kind: 'file', path: 'src/app.py' });
-    list.addMention({ kind: 'file', path: 'lib/util.py' });
-    list.addMention({ kind: 'file', path: 'gone.py' });
+    await list.addMention({ kind: 'file', path: 'src/app.py' });
+    await list.addMention({ kind: 'file', path: 'lib/util.py' });
+    await list.addMention({ kind: 'file', path: 'gone.py' });
     const { attachments } = await list.take();
     expect(attachments).toEqual([
       { kind: 'file', path: 'src/app.py', text: 'unsaved edit', language: 'python' },
@@ -112,7 +123,7 @@ describe('attachments', () => {
       'src/app.py:10:5 error undefined name "foo" [ruff]\nsrc/app.py:1:1 warning unused import');
     mock.diagnostics.set('/ws/src/app.py', [b]);
     const { list } = pending(editorOn('src/app.py', ''));
-    list.addMention({ kind: 'problems', path: 'src/app.py', detail: '' });
+    await list.addMention({ kind: 'problems', path: 'src/app.py', detail: '' });
     expect((await list.take()).attachments).toEqual([{ kind: 'problems', path: 'src/app.py',
       text: 'src/app.py:1:1 warning unused import' }]);
   });
@@ -128,9 +139,9 @@ describe('attachments', () => {
     expect(capText('small', 'a.txt')).toBe('small');
   });
 
-  it('removes a chip by id and holds at most 20 attachments', () => {
+  it('removes a chip by id and holds at most 20 attachments', async () => {
     const { list } = pending();
-    for (let i = 0; i < MAX_ATTACHMENTS + 2; i += 1) list.addMention({ kind: 'file', path: `f${i}.py` });
+    for (let i = 0; i < MAX_ATTACHMENTS + 2; i += 1) await list.addMention({ kind: 'file', path: `f${i}.py` });
     expect(list.size).toBe(MAX_ATTACHMENTS);
     const first = list.chips[0]!;
     list.remove(first.id!);
