@@ -3,11 +3,19 @@
 // the paragraph just before the block may end with it (`src/app.py`: / In src/app.py:).
 
 const PATH = /^(?:[\w.@-]+\/)*[\w@-][\w.@-]*\.[A-Za-z0-9]+$/;
+// A bare word is a file only with a source-like extension: `re.finditer:` or `os.path:` are not.
+const EXTENSIONS = new Set(('py pyi ts tsx js jsx mjs cjs json jsonc md rst txt toml yaml yml ini cfg ' +
+  'conf sh bash zsh ps1 css scss less html htm xml svg go rs java kt kts c h cc cpp cxx hpp cs rb ' +
+  'php swift sql vue svelte lua r dart scala ex exs erl proto gradle mk cmake env lock tf hcl ' +
+  'ipynb csv').split(' '));
 
 function asPath(token: string): string | undefined {
+  const named = /^(?:path|file|filename|title)=/.test(token);
   const bare = token.replace(/^(?:path|file|filename|title)=/, '').replace(/^["'`]|["'`:]$/g, '')
     .replace(/^\.\//, '');
-  return PATH.test(bare) && !bare.includes('..') ? bare : undefined;
+  if (!PATH.test(bare) || bare.includes('..')) return undefined;
+  const extension = bare.slice(bare.lastIndexOf('.') + 1).toLowerCase();
+  return named || EXTENSIONS.has(extension) ? bare : undefined;
 }
 
 /** The language word of a fence's info string (`python path=x.py` -> `python`). */

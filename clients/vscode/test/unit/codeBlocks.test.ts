@@ -20,6 +20,10 @@ describe('which file a code block names', () => {
     expect(blockTarget('', 'src/lexer.py:')).toBe('src/lexer.py');
     expect(blockTarget('python', 'Here is the fix:')).toBeUndefined();
     expect(blockTarget('python', 'src/app.py is where it goes.')).toBeUndefined();
+    // dotted names are not files
+    expect(blockTarget('python', 'Use `re.finditer`:')).toBeUndefined();
+    expect(blockTarget('python', 'with os.path:')).toBeUndefined();
+    expect(blockTarget('python path=build/out.custom', '')).toBe('build/out.custom');
   });
 
   it('never a path that climbs out or is absolute', () => {

@@ -165,6 +165,7 @@ describe('chat webview page', () => {
       '| a | b |\n|---|---|\n| 1 | 2 |\n\nSee [docs](https://docs.python.org/3/library/re.html).' });
     await eventually(async () => expect(await (() => page.locator('.msg.assistant h2').textContent())()).toBe('Steps'));
     expect(await page.locator('.msg.assistant code').first().textContent()).toBe('re.finditer');
+    expect(await page.locator('.code-block .code-label').textContent()).toBe('python'); // not a file
     expect(await page.locator('.msg.assistant td').count()).toBe(2);
     await page.locator('.msg.assistant .code-block .code-header button.copy').click();
     expect((await posted()).find((m) => m.type === 'copy')).toEqual({ type: 'copy',
