@@ -73,7 +73,7 @@ describe('TopicTreeProvider', () => {
       if (method === 'topicForest/listTopics') return { topics, budget: 1024, used: 600 };
       if (method === 'topicForest/previewTopic') {
         return { topic: topics[0], messages: [{ id: 1, threadId: 't', role: 'assistant',
-          content: 'Use re.finditer', timestamp: 1, tokens: 5, cancelled: false }] };
+          content: 'Use re.finditer', timestamp: 1, tokens: 5, cancelled: false, attachments: [] }] };
       }
       throw new Error(`unexpected ${method}`);
     });
