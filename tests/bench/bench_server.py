@@ -175,11 +175,41 @@ def first_turns(runs: int) -> None:
     print(f"  spawn -> reply:                {ms(to_reply, 50, 100)}")
 
 
+def start_turns(processes: int, turns: int = 15, pause: float = 0.2) -> list[float]:
+    """The first `turns` questions of a new window, `pause` seconds apart from `initialized` on
+    (while the server's start-up work runs: litellm's warm-up, the first upkeep rounds): the
+    critical path in the server of turns 2..`turns`, over `processes` fresh processes."""
+    inside: list[float] = []
+    with ThreadedStubLLM(chunks=2) as stub:
+        for _ in range(processes):
+            with (
+                tempfile.TemporaryDirectory() as folder,
+                StdioClient(SERVE_DEBUG, env=stub.env) as client,
+            ):
+                settings = {"chatModel": "openai/bench", "apiBase": stub.base_url}
+                client.initialize([Path(folder)], {**settings, "storePath": folder})
+                for i in range(turns):
+                    question = {"threadId": "t", "turnId": f"s{i}", "message": message(i)}
+                    client.request(P + "chat", question)
+                    time.sleep(pause)
+                logged = server_log(client, "s", 0)
+                inside += [logged[f"s{i}"][0] for i in range(1, turns)]
+    print(f"turns 2-{turns} after start, {pause} s apart, {processes} processes, in the server:")
+    print(f"  handler -> first byte written: {ms(inside, 50, 99, 100)}")
+    return inside
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=300)
+    parser.add_argument(
+        "--start-only", action="store_true", help="only the turns in the first seconds"
+    )
     args = parser.parse_args()
+    start_turns(6)
+    if args.start_only:
+        return 0
 
     warm = initialize_round_trips(5)
     spawned = []

@@ -52,6 +52,9 @@ class Windows:
         client: Client = await config.start()  # type: ignore[assignment]
         await start(client, self.folder, self.settings(f"openai/summary-{name}"))
         self.clients.append(client)
+        # Summaries wait for the window's litellm worker to import litellm; `settled_topics`
+        # sees quiet from the stub's side, so it must not start before the worker can answer.
+        await until(lambda: any("litellm ready" in m.message for m in client.log_messages), 60)
         return client
 
     @property

@@ -6,13 +6,13 @@ Studio) the request is then sent by a lean aiohttp client over a kept-alive conn
 OpenAI SDK that litellm drives re-validates every message against its typed schema, which
 costs 3–10 ms per call and grows with the number of messages in the context — on the chat
 critical path, whose target is 10 ms p99 whatever the history length (docs/performance.md).
-Every other provider streams through `litellm.acompletion`, unchanged.
+Every other provider streams through `litellm.acompletion`, unchanged, in the litellm worker
+process (`llm_worker`), which also resolves model strings that name no endpoint.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import urllib.parse
@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from topicforest.engine.llm import load_litellm, provider_kwargs
+from topicforest.workspace.llm_worker import WORKER, litellm_provider
 
 # Providers whose chat endpoint is OpenAI's `POST {base}/chat/completions`, and the environment
 # variable litellm reads their key from.
@@ -62,11 +62,15 @@ class Route:
 
 
 def resolve_route(model: str, api_base: str | None) -> Route:
-    """Where `model` lives (imports aiohttp, and litellm unless the model string says it all:
-    call off the event loop)."""
+    """Where `model` lives, asking litellm in this process (tests; the server asks its worker
+    process, `ChatModel.route`)."""
+    return explicit_route(model, api_base) or litellm_route(model, api_base)
+
+
+def _explicit_off_loop(model: str, api_base: str | None) -> Route | None:
     import aiohttp  # noqa: F401  (imported here, off the loop, so the first turn does not pay it)
 
-    return explicit_route(model, api_base) or litellm_route(model, api_base)
+    return explicit_route(model, api_base)
 
 
 def explicit_route(model: str, api_base: str | None) -> Route | None:
@@ -80,13 +84,15 @@ def explicit_route(model: str, api_base: str | None) -> Route | None:
 
 
 def litellm_route(model: str, api_base: str | None) -> Route:
-    """Ask litellm where `model` lives (imports it: seconds, the first time)."""
-    litellm = load_litellm()
-    try:
-        name, provider, key, base = litellm.get_llm_provider(model=model, api_base=api_base)
-    except Exception:  # litellm will explain it when the call is made
-        return Route(model, api_base)
-    return _direct_route(model, api_base, name, provider, key, base)
+    """Ask litellm, in this process, where `model` lives (imports it: seconds, the first time)."""
+    return route_for(model, api_base, litellm_provider(model, api_base))
+
+
+def route_for(
+    model: str, api_base: str | None, found: tuple[str, str, str | None, str | None] | None
+) -> Route:
+    """The route for litellm's answer (name, provider, key, base), None if it had none."""
+    return Route(model, api_base) if found is None else _direct_route(model, api_base, *found)
 
 
 def _direct_route(
@@ -140,8 +146,14 @@ class ChatModel:
         self._session: aiohttp.ClientSession | None = None
 
     async def route(self) -> Route:
+        """Where the model lives: from its string if it says it all, else litellm's answer
+        from the worker process (the server never imports litellm)."""
         if self._route is None:
-            self._route = await asyncio.to_thread(resolve_route, self.model, self.api_base)
+            route = await asyncio.to_thread(_explicit_off_loop, self.model, self.api_base)
+            if route is None:
+                found = await WORKER.call("provider", self.model, self.api_base)
+                route = route_for(self.model, self.api_base, found)
+            self._route = route
         return self._route
 
     async def stream(
@@ -228,24 +240,10 @@ class ChatModel:
     async def _litellm(
         self, messages: list[dict[str, str]], on_sent: Callable[[], None]
     ) -> AsyncIterator[tuple[str | None, Usage | None]]:
-        litellm = load_litellm()  # already imported (off the loop) by resolving the route
         on_sent()  # what litellm then does before its bytes leave is not visible from here
-        stream = await litellm.acompletion(
-            model=self.model,
-            messages=messages,
-            stream=True,
-            stream_options={"include_usage": True},
-            timeout=self.timeout,
-            num_retries=0,
-            **provider_kwargs(self.model, self.api_base),
-        )
-        try:
-            async for chunk in stream:
-                delta = chunk.choices[0].delta.content if chunk.choices else None
-                yield delta, _usage(getattr(chunk, "usage", None))
-        finally:
-            with contextlib.suppress(Exception):  # never hide why the stream ended
-                await asyncio.shield(stream.aclose())
+        pieces = WORKER.stream("chat", self.model, self.api_base, self.timeout, messages)
+        async for delta, tokens in pieces:
+            yield delta, Usage(*tokens) if tokens else None
 
 
 async def _headers_sent(session: Any, context: Any, params: Any) -> None:

@@ -1,21 +1,19 @@
 """The models a workspace talks to: its chat model (and per-turn overrides) and its summarizers.
 
-litellm is imported lazily and off the event loop (`warm_litellm`): it takes seconds and
-~160 MB, and nothing on a turn's path may wait for it.
+Everything litellm does runs in the litellm worker process (`llm_worker`): importing it takes
+seconds and ~160 MB, and done in this process it held up the turns of the first seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
 
-from topicforest.engine.llm import load_litellm
 from topicforest.engine.summarize.base import Summarizer, SummaryRequest, SummaryResult
 from topicforest.engine.summarize.cascade import CascadeSummarizer
 from topicforest.engine.summarize.extractive import ExtractiveSummarizer
-from topicforest.engine.summarize.litellm_summarizer import LiteLLMSummarizer
 from topicforest.workspace.chat_model import ChatModel
+from topicforest.workspace.llm_worker import WORKER
 from topicforest.workspace.settings import Settings
 
 CHAT_TIMEOUT = 120.0  # seconds for the whole model call
@@ -66,8 +64,23 @@ class Models:
 
 
 def cascade(settings: Settings) -> Summarizer:
-    models = [LiteLLMSummarizer(m, api_base=settings.api_base) for m in settings.summary_models]
+    models = [WorkerSummarizer(m, settings.api_base) for m in settings.summary_models]
     return CascadeSummarizer([*models, OffLoopExtractive()], offline_floor=False)
+
+
+class WorkerSummarizer:
+    """`LiteLLMSummarizer` run in the litellm worker process (any provider string)."""
+
+    def __init__(self, model: str, api_base: str | None, timeout: float = 60.0) -> None:
+        self.name = model
+        self.model = model
+        self.api_base = api_base
+        self.timeout = timeout
+
+    async def summarize(self, request: SummaryRequest) -> SummaryResult:
+        result = await WORKER.call("summarize", self.model, self.api_base, self.timeout, request)
+        assert isinstance(result, SummaryResult)
+        return result
 
 
 class OffLoopExtractive:
@@ -91,21 +104,10 @@ def close_soon(model: ChatModel) -> None:
         )
 
 
-_litellm_module: Any = None
-
-
-async def warm_litellm() -> Any:
-    """litellm, imported off the event loop the first time (it takes seconds and ~160 MB)."""
-    global _litellm_module
-    if _litellm_module is None:
-        _litellm_module = await asyncio.to_thread(load_litellm)
-    return _litellm_module
-
-
-def model_window(model: str | None) -> int | None:
-    """The chat model's input window, if litellm knows it (call off the event loop)."""
+async def model_window(model: str | None) -> int | None:
+    """The chat model's input window, if litellm knows it (asked of the worker process, which
+    starts, and imports litellm, on the first such question)."""
     if not model:
         return None
-    from topicforest.engine.llm import max_input_tokens
-
-    return max_input_tokens(model)
+    window = await WORKER.call("window", model)
+    return window if isinstance(window, int) else None

@@ -80,6 +80,29 @@ class Render(Protocol):
     ) -> RenderedContext: ...
 
 
+class Sending:
+    """A turn's hold on the send gate, from its receipt until its request leaves (`out`) or the
+    turn ends without sending (`end`); records the critical path."""
+
+    def __init__(self, gate: SendGate, record: Callable[[float], None]) -> None:
+        self.received = self.appended = self.rendered = time.perf_counter()
+        self.sent = self.sent_at = 0.0
+        self.gate = gate
+        self.record = record
+        self.held = True
+        gate.enter()
+
+    def out(self) -> None:
+        self.sent, self.sent_at = time.perf_counter(), time.time()
+        self.record(self.sent - self.received)
+        self.end()
+
+    def end(self) -> None:
+        if self.held:
+            self.held = False
+            self.gate.leave()
+
+
 class ChatTurns:
     def __init__(
         self,
@@ -114,7 +137,27 @@ class ChatTurns:
         retry_of: int | None = None,
     ) -> ChatOutcome:
         """One turn (see `WorkspaceMemory.chat`)."""
-        received = time.perf_counter()
+        sending = Sending(self.gate, self.critical_path.append)
+        try:
+            return await self._chat(
+                sending, thread_id, turn_id, text, active_file, on_delta, attachments, model,
+                retry_of,
+            )  # fmt: skip
+        finally:
+            sending.end()
+
+    async def _chat(
+        self,
+        sending: Sending,
+        thread_id: str,
+        turn_id: str,
+        text: str,
+        active_file: str | None,
+        on_delta: Callable[[int, str], None],
+        attachments: list[Attachment] | None,
+        model: str | None,
+        retry_of: int | None,
+    ) -> ChatOutcome:
         settings = self.settings()
         model = model or settings.chat_model
         if not model:
@@ -132,6 +175,7 @@ class ChatTurns:
                 )
                 session.attachments.add(user.id, carried)
         refs = [a.ref for a in carried]
+        sending.appended = time.perf_counter()
         context = self.render(
             query=user_text(user.content, refs),
             active_file=active_file,
@@ -139,21 +183,13 @@ class ChatTurns:
             upto=user.id if retry_of is not None else None,
         )
         messages = request_messages(context, user, carried)
+        sending.rendered = time.perf_counter()
         parts: list[str] = []
         usage: Usage | None = None
         cancelled = False
-        sent = sent_at = 0.0
         synced: asyncio.Future[None] | None = None
-
-        def on_sent() -> None:
-            nonlocal sent, sent_at
-            sent, sent_at = time.perf_counter(), time.time()
-            self.critical_path.append(sent - received)
-            self.gate.leave()
-
-        self.gate.enter()
         try:
-            async for delta, piece_usage in chat_model.stream(messages, on_sent):
+            async for delta, piece_usage in chat_model.stream(messages, sending.out):
                 usage = piece_usage or usage
                 if synced is None:  # the request is out: disk and upkeep may have their turn
                     synced = asyncio.ensure_future(session.sync())
@@ -167,20 +203,23 @@ class ChatTurns:
             self._store_reply(session, thread_id, parts, cancelled=True)  # keep what did arrive
             raise ProviderError(f"The chat model {model} failed: {short_error(exc)}") from exc
         finally:
-            if not sent:  # failed or cancelled before its request left
-                self.gate.leave()
+            sending.end()  # failed or cancelled before its request left: upkeep may go on
             self.kick()
             # The question must be on disk before any answer; a cancel arriving meanwhile (the
             # stream just ended) must not skip storing the reply the user has already seen.
             if await _through_cancel(synced or asyncio.ensure_future(session.sync())):
                 cancelled = True
         reply = self._store_reply(session, thread_id, parts, cancelled=cancelled)
-        if sent:
+        if sending.sent:
             log.debug(
-                "turn %s: %.3f ms from receipt to the first byte sent at %.6f",
+                "turn %s: %.3f ms from receipt to the first byte sent at %.6f"
+                " (append %.3f ms, render %.3f ms, send %.3f ms)",
                 turn_id,
-                1000 * (sent - received),
-                sent_at,  # wall clock, so a benchmark can time the pipe in front of us too
+                1000 * (sending.sent - sending.received),
+                sending.sent_at,  # wall clock, so a benchmark can time the pipe in front of us
+                1000 * (sending.appended - sending.received),
+                1000 * (sending.rendered - sending.appended),
+                1000 * (sending.sent - sending.rendered),
             )
         return ChatOutcome(
             thread_id=thread_id,

@@ -1,7 +1,8 @@
 """initialize / initialized / shutdown, workspace folders and settings.
 
-`initialize` only records folders and settings: litellm is warmed afterwards in a worker thread
-(when a model is configured), so the handshake stays fast.
+`initialize` only records folders and settings: litellm is warmed afterwards in its worker
+process (when a model is configured), so the handshake stays fast and turns never share the
+interpreter with its import.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from topicforest.server.notify import TOPICS_CHANGED
-from topicforest.workspace.models import model_window, warm_litellm
+from topicforest.workspace.llm_worker import WORKER
+from topicforest.workspace.models import model_window
 from topicforest.workspace.settings import SECTION
 from topicforest.workspace.upkeep import freeze_heap
 
@@ -49,6 +51,7 @@ def initialized(ls: TopicForestServer, params: types.InitializedParams) -> None:
 
 async def shutdown(ls: TopicForestServer, params: None) -> None:
     await ls.workspaces.close()
+    await WORKER.close()
 
 
 async def did_change_configuration(
@@ -88,20 +91,24 @@ def apply_settings(ls: TopicForestServer, raw: Any) -> list[str]:
 
 
 def warm(ls: TopicForestServer) -> None:
-    """Import litellm and learn the chat model's window off the event loop, if a model is set."""
+    """Start litellm's worker process and learn the chat model's window, if a model is set."""
     settings = ls.settings
     if not settings.chat_model and not settings.summary_models:
         return
 
     async def run() -> None:
-        await warm_litellm()
-        window = await asyncio.to_thread(model_window, settings.chat_model)
+        # Routes first (an `openai/<name>` with an api base needs no litellm: at once), so the
+        # first turn finds its route resolved and aiohttp loaded and frozen out of the heap.
+        for memory in list(ls.workspaces.memories.values()):
+            await memory.chat_model.route()
+        freeze_heap()  # aiohttp, routes
+        window = await model_window(settings.chat_model)
         if ls.settings is settings:  # not superseded meanwhile
             ls.workspaces.configure(settings, window)
             for memory in list(ls.workspaces.memories.values()):
-                await memory.chat_model.route()  # so the first turn finds its route resolved
+                await memory.chat_model.route()  # the configured model may have changed
             log.info("litellm ready; chat model window: %s tokens", window or "unknown")
-        freeze_heap()  # litellm
+        freeze_heap()
 
     ls.spawn(run(), "warm-litellm")
 

@@ -1,0 +1,289 @@
+"""litellm in a worker process: the server process never imports it.
+
+Importing litellm takes seconds and ~315,000 objects. Done in a thread of the server (as it was),
+it held the interpreter lock in the first seconds after start, and its garbage collections ran
+there too: chat turns 3-15 after start took p99 30-70 ms in the server instead of ~1 ms. So
+everything litellm does for a workspace runs in one child process (`python -m
+topicforest.workspace.llm_worker`): the model's input window, the route of a model string that
+names no endpoint, topic summaries, and the chat stream of a provider that is not
+OpenAI-compatible. The OpenAI-compatible chat path never needed litellm at turn time (the route is
+resolved once, then `chat_model` streams with aiohttp in the server).
+
+Both ends are this module: requests and answers are pickled frames (a 4-byte length, then the
+pickle) on the child's stdin and stdout; the child's fd 1 is pointed at stderr first, so
+nothing litellm prints can break a frame. Requests run concurrently in the child. The child
+exits when its stdin closes (the server ended, however it ended).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import threading
+from collections.abc import AsyncIterator, Callable
+from typing import Any, BinaryIO
+
+log = logging.getLogger(__name__)
+HEADER = struct.Struct(">I")
+
+
+class WorkerError(Exception):
+    """The child raised (the text is its exception's) or is gone."""
+
+
+# -- the server's side -------------------------------------------------------------------------
+class LLMWorker:
+    """The child process, started on first use. Its pipes are read by a thread of ours, not by
+    an event loop, so one child serves every loop of this process (each test has its own)."""
+
+    def __init__(self) -> None:
+        self._process: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()  # starting the child, writing a frame
+        self._ids = itertools.count(1)
+        self._waiting: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Queue[Any]]] = {}
+
+    @property
+    def pid(self) -> int | None:
+        """The running child's process id."""
+        process = self._process
+        return process.pid if process is not None and process.poll() is None else None
+
+    def _write(self, frame: tuple[Any, ...]) -> None:
+        body = pickle.dumps(frame)
+        with self._lock:
+            process = self._process
+            if process is None or process.poll() is not None:
+                process = self._process = subprocess.Popen(
+                    [sys.executable, "-m", __name__],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                )
+                threading.Thread(
+                    target=self._read, args=(process,), name="llm-worker", daemon=True
+                ).start()
+            assert process.stdin is not None
+            process.stdin.write(HEADER.pack(len(body)) + body)
+            process.stdin.flush()
+
+    def _read(self, process: subprocess.Popen[bytes]) -> None:
+        assert process.stdout is not None
+        out = process.stdout
+        try:
+            while len(head := out.read(HEADER.size)) == HEADER.size:
+                msg_id, kind, value = pickle.loads(out.read(HEADER.unpack(head)[0]))
+                self._deliver(msg_id, (kind, value))
+        finally:
+            for msg_id in list(self._waiting):
+                self._deliver(msg_id, ("error", "the litellm worker process ended"))
+
+    def _deliver(self, msg_id: int, item: tuple[str, Any]) -> None:
+        waiting = self._waiting.get(msg_id)
+        if waiting is not None:
+            loop, queue = waiting
+            with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits
+                loop.call_soon_threadsafe(queue.put_nowait, item)
+
+    def _send(self, op: str, args: tuple[Any, ...]) -> tuple[int, asyncio.Queue[Any]]:
+        msg_id = next(self._ids)
+        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        self._waiting[msg_id] = (asyncio.get_running_loop(), queue)
+        try:
+            # the environment with each request: keys and proxies as the server sees them now
+            self._write((msg_id, op, args, dict(os.environ)))
+        except (OSError, ValueError) as exc:
+            self._waiting.pop(msg_id, None)
+            raise WorkerError(f"the litellm worker process is gone: {exc}") from exc
+        return msg_id, queue
+
+    async def call(self, op: str, *args: Any) -> Any:
+        """The result of `op(*args)` in the child; WorkerError if it raised."""
+        msg_id, queue = self._send(op, args)
+        try:
+            kind, value = await queue.get()
+        finally:
+            self._waiting.pop(msg_id, None)
+        if kind == "error":
+            raise WorkerError(value)
+        return value
+
+    async def stream(self, op: str, *args: Any) -> AsyncIterator[Any]:
+        """The items `op(*args)` yields in the child, as they come."""
+        msg_id, queue = self._send(op, args)
+        ended = False
+        try:
+            while True:
+                kind, value = await queue.get()
+                if kind == "error":
+                    ended = True
+                    raise WorkerError(value)
+                if kind == "end":
+                    ended = True
+                    return
+                yield value
+        finally:
+            self._waiting.pop(msg_id, None)
+            if not ended:  # the reader stopped early: stop the child's stream too
+                with contextlib.suppress(OSError, ValueError):
+                    self._write((next(self._ids), "cancel", (msg_id,), None))
+
+    async def close(self) -> None:
+        """End the child (it exits once its stdin closes)."""
+        with self._lock:
+            process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            assert process.stdin is not None
+            with contextlib.suppress(OSError):
+                process.stdin.close()
+            try:
+                await asyncio.to_thread(process.wait, 5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+WORKER = LLMWorker()  # one per server process, shared by its workspaces
+
+
+# -- the child's side --------------------------------------------------------------------------
+def _window(model: str) -> int | None:
+    from topicforest.engine.llm import max_input_tokens
+
+    return max_input_tokens(model)
+
+
+def litellm_provider(
+    model: str, api_base: str | None
+) -> tuple[str, str, str | None, str | None] | None:
+    """litellm's (name, provider, key, base) for a model string; None if it knows none."""
+    from topicforest.engine.llm import load_litellm
+
+    litellm = load_litellm()
+    try:
+        name, provider, key, base = litellm.get_llm_provider(model=model, api_base=api_base)
+    except Exception:  # litellm will explain it when the call is made
+        return None
+    return name, provider, key, base
+
+
+async def _summarize(model: str, api_base: str | None, timeout: float, request: Any) -> Any:
+    from topicforest.engine.summarize.litellm_summarizer import LiteLLMSummarizer
+
+    return await LiteLLMSummarizer(model, api_base=api_base, timeout=timeout).summarize(request)
+
+
+async def litellm_stream(
+    model: str, api_base: str | None, timeout: float, messages: list[dict[str, str]]
+) -> AsyncIterator[tuple[str | None, tuple[int, int] | None]]:
+    """A chat reply through `litellm.acompletion`: (text delta, (prompt, completion) tokens)."""
+    from topicforest.engine.llm import load_litellm, provider_kwargs
+
+    litellm = load_litellm()
+    stream = await litellm.acompletion(
+        model=model,
+        messages=messages,
+        stream=True,
+        stream_options={"include_usage": True},
+        timeout=timeout,
+        num_retries=0,
+        **provider_kwargs(model, api_base),
+    )
+    try:
+        async for chunk in stream:
+            delta = chunk.choices[0].delta.content if chunk.choices else None
+            usage = getattr(chunk, "usage", None)
+            tokens = (
+                (int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0))
+                if usage
+                else None
+            )
+            yield delta, tokens
+    finally:
+        with contextlib.suppress(Exception):  # never hide why the stream ended
+            await asyncio.shield(stream.aclose())
+
+
+CALLS: dict[str, Callable[..., Any]] = {"window": _window, "provider": litellm_provider}
+ASYNC_CALLS: dict[str, Callable[..., Any]] = {"summarize": _summarize}
+STREAMS: dict[str, Callable[..., AsyncIterator[Any]]] = {"chat": litellm_stream}
+
+
+class Child:
+    def __init__(self, out: BinaryIO) -> None:
+        self.out = out
+        self.tasks: dict[int, asyncio.Task[None]] = {}
+
+    def send(self, msg_id: int, kind: str, value: Any) -> None:
+        try:
+            body = pickle.dumps((msg_id, kind, value))
+        except Exception as exc:  # an unpicklable result or exception
+            body = pickle.dumps((msg_id, "error", f"{type(exc).__name__}: {exc}"))
+        self.out.write(HEADER.pack(len(body)) + body)
+        self.out.flush()
+
+    async def run(self, msg_id: int, op: str, args: tuple[Any, ...]) -> None:
+        try:
+            if op in STREAMS:
+                async for item in STREAMS[op](*args):
+                    self.send(msg_id, "item", item)
+                self.send(msg_id, "end", None)
+            elif op in ASYNC_CALLS:
+                self.send(msg_id, "result", await ASYNC_CALLS[op](*args))
+            else:
+                self.send(msg_id, "result", await asyncio.to_thread(CALLS[op], *args))
+        except asyncio.CancelledError:
+            self.send(msg_id, "end", None)
+        except Exception as exc:
+            self.send(msg_id, "error", f"{type(exc).__name__}: {exc}")
+        finally:
+            self.tasks.pop(msg_id, None)
+
+    async def serve(self, stdin: BinaryIO) -> None:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader()
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+        # litellm loads now, while the server waits for nothing
+        await asyncio.to_thread(_load)
+        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+            while True:
+                head = await reader.readexactly(HEADER.size)
+                frame = await reader.readexactly(HEADER.unpack(head)[0])
+                msg_id, op, args, env = pickle.loads(frame)
+                if env is not None and env != os.environ:
+                    os.environ.clear()
+                    os.environ.update(env)
+                if op == "cancel":
+                    task = self.tasks.get(args[0])
+                    if task is not None:
+                        task.cancel()
+                    continue
+                self.tasks[msg_id] = loop.create_task(self.run(msg_id, op, args))
+
+
+def _load() -> None:
+    from topicforest.engine.llm import load_litellm
+
+    load_litellm()
+
+
+NICENESS = 10  # background work: on a busy machine the server's turns come first
+
+
+def main() -> None:
+    with contextlib.suppress(OSError):
+        os.nice(NICENESS)
+    out = os.fdopen(os.dup(1), "wb")  # frames only: everything else printed goes to stderr
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    logging.getLogger("LiteLLM").setLevel(logging.WARNING)
+    asyncio.run(Child(out).serve(sys.stdin.buffer))
+
+
+if __name__ == "__main__":
+    main()
