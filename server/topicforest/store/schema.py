@@ -109,6 +109,11 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE INDEX messages_hot ON messages (thread_id, id) WHERE root_id IS NULL;
     """,
+    # 3: threads are per person in a team memory; '' = written before owners were recorded
+    # (shown to everyone, as before).
+    """
+    ALTER TABLE threads ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -8,7 +8,8 @@ from typing import Any
 
 from topicforest.store.errors import StoreError
 from topicforest.store.schema import SCHEMA_VERSION
-from topicforest.store.store import Store, describe
+from topicforest.store.sqlite import describe
+from topicforest.store.store import Store
 
 FORMAT = "topicforest-memory"
 TABLES = ("meta", "messages", "threads", "roots", "centroids", "doc_freq", "summaries", "spend",
