@@ -92,7 +92,7 @@ class Backend(abc.ABC):
     def begin_read(self) -> None:
         """Begin a read transaction on one consistent snapshot."""
 
-    def before_commit(self, rev: int) -> None:
+    def before_commit(self, rev: int) -> None:  # noqa: B027 - optional: SQLite has nothing to do
         """The transaction wrote rows tagged `rev` (tell other processes, if the database can)."""
 
     def commit(self) -> None:

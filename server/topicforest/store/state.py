@@ -366,8 +366,8 @@ class Mirror:
             return False
         conn.executemany(
             "INSERT INTO roots (id, ord, version, dropped, pinned, expanded, size, rev)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)" + _replace("id", "ord", "version", "dropped", "pinned",
-                                                       "expanded", "size", "rev"),
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            + _replace("id", "ord", "version", "dropped", "pinned", "expanded", "size", "rev"),
             [(root, *self.roots[root], rev) for root, _ in changed],
         )
         conn.executemany("DELETE FROM roots WHERE id = ?", [(root,) for root in gone])
@@ -411,10 +411,11 @@ class Mirror:
                 )  # fmt: skip
         gone = [(root,) for root in self.centroids if root not in centroids]
         conn.executemany(
-            "INSERT INTO centroids (root_id, terms, files, symbols, tokens, first_time, last_time, rev)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-            + _replace("root_id", "terms", "files", "symbols", "tokens", "first_time", "last_time",
-                       "rev"),
+            "INSERT INTO centroids (root_id, terms, files, symbols, tokens, first_time,"
+            " last_time, rev) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            + _replace(
+                "root_id", "terms", "files", "symbols", "tokens", "first_time", "last_time", "rev"
+            ),
             rows,
         )
         conn.executemany("DELETE FROM centroids WHERE root_id = ?", gone)
@@ -437,7 +438,8 @@ class Mirror:
         ]
         conn.executemany(
             "INSERT INTO doc_freq (term, df, idf, rev) VALUES (?, ?, ?, ?)"
-            + _replace("term", "df", "idf", "rev"), changed
+            + _replace("term", "df", "idf", "rev"),
+            changed,
         )
         for t, count, weight, _ in changed:
             old_df[t], old_idf[t] = count, weight
@@ -484,7 +486,8 @@ class Mirror:
                 rows.append((root, *fp, rev))
         gone = [(root,) for root in self.spend if root not in window.spend]
         conn.executemany(
-            "INSERT INTO spend (root_id, calls, input_tokens, output_tokens, rev) VALUES (?, ?, ?, ?, ?)"
+            "INSERT INTO spend (root_id, calls, input_tokens, output_tokens, rev)"
+            " VALUES (?, ?, ?, ?, ?)"
             + _replace("root_id", "calls", "input_tokens", "output_tokens", "rev"),
             rows,
         )
@@ -501,7 +504,8 @@ class Mirror:
         gone = [(m,) for m in self.pending - pending.keys()]
         conn.executemany(
             "INSERT INTO pending (message_id, terms, rev) VALUES (?, ?, ?)"
-            + _replace("message_id", "terms", "rev"), added
+            + _replace("message_id", "terms", "rev"),
+            added,
         )
         conn.executemany("DELETE FROM pending WHERE message_id = ?", gone)
         self.pending = set(pending)
