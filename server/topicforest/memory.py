@@ -443,8 +443,14 @@ class WorkspaceMemory:
         """Swap the in-memory window for the workspace's stored one; on failure keep serving
         from memory and refuse appends with the store's error (nothing is written to a bad file)."""
         try:
+            settings = self.settings
             self.binding = StoreBinding.open(
-                self.key, self.settings.store_path, self.window.config, count=self.window.count
+                self.key,
+                settings.store_path,
+                self.window.config,
+                count=self.window.count,
+                url=settings.store_url,
+                user=settings.user,
             )
         except StoreError as exc:
             self.store_error = f"Topic Forest cannot use its memory store: {exc}"
@@ -454,7 +460,7 @@ class WorkspaceMemory:
         # A first slice of key lines now, so a small memory renders the same before upkeep
         # starts as after (a big one gets the rest in upkeep).
         self.window.prepare_key_lines(RECLUSTER_SLICE_SECONDS)
-        log.info("memory of %s stored in %s", self.key, self.binding.store.path)
+        log.info("memory of %s stored in %s", self.key, self.binding.store.where)
 
     def refresh(self) -> None:
         """Load what other windows committed now: what the store watcher does once started
