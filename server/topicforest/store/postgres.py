@@ -358,7 +358,7 @@ class PostgresBackend(Backend):
 
     def changed_elsewhere(self, known_rev: int) -> bool:
         row = self._live().execute("SELECT value FROM meta WHERE key = 'rev'").fetchone()
-        return known_rev < 0 or int(row[0]) != known_rev
+        return known_rev < 0 or row is None or int(row[0]) != known_rev
 
     async def changes(self, stop: asyncio.Event | None) -> AsyncIterator[None]:
         """After each NOTIFY from another session; also after (re)connecting and every

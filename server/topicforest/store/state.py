@@ -191,8 +191,8 @@ class Mirror:
             return {}
         if since < 0:
             members: dict[int, list[int]] = {root: [] for root in changed}
-            for root, ids in self.dialect.member_lists(conn):
-                members[root] = ids
+            for root, member_ids in self.dialect.member_lists(conn):
+                members[root] = member_ids
             snapshot = {
                 "roots": [
                     {"id": root, "order": order, "version": version, "dropped": bool(dropped),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import getpass
 import logging
 import os
+import sqlite3
 import threading
 import time
 from collections import OrderedDict
@@ -105,7 +106,7 @@ class Store:
 
             identity = repository_identity(workspace)
             store = cls(PostgresBackend(url, identity), user=user)
-            label = identity
+            label: str | None = identity
         else:
             store = cls(store_path(workspace, store_dir), user=user, **kwargs)
             label = None if workspace is None else str(Path(workspace).expanduser().resolve())
@@ -117,6 +118,13 @@ class Store:
 
     @property
     def conn(self) -> Connection:
+        return self.backend.conn
+
+    @property
+    def sqlite(self) -> sqlite3.Connection:
+        """The SQLite connection (file commands: fork's online backup)."""
+        if not isinstance(self.backend, SqliteBackend):
+            raise StoreError(f"the memory at {self.where} is not a SQLite file")
         return self.backend.conn
 
     @property
