@@ -392,12 +392,17 @@ class ContextWindow:
     def _hand_over(self, source: int, target: int, message_ids: tuple[int, ...]) -> None:
         """Messages that moved stay summarized if they were: a model is not paid again for them
         (the target's summary may not name them yet; recall and digests still find them). Only
-        a target with no summary at all takes them as new material."""
+        a target with no summary at all takes them as new material, and a source whose summary
+        lost at least half of what it covered is summarized again from its current members."""
         summary = self.summaries.get(source)
         if summary is None:
             return
         was_covered = summary.covered.intersection(message_ids)
         summary.covered.difference_update(message_ids)
+        if len(was_covered) >= len(summary.covered):
+            # The summary (and its title) was mostly about what left: the topic starts afresh
+            # from what it holds now rather than keep describing another topic.
+            del self.summaries[source]
         receiving = self.summaries.get(target)
         if receiving is not None and was_covered:
             receiving.covered |= was_covered
