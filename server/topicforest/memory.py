@@ -275,7 +275,11 @@ class WorkspaceMemory:
         """Tokens of the next plain render (listTopics' `used`), cached until anything changes."""
         key = (self._changes, id(self.window), self.active_file)
         if self._used is None or self._used[0] != key:
-            self._used = (key, self.render().tokens)
+            try:
+                self._used = (key, self.render().tokens)
+            except StoreError as exc:  # a render reads message text; the topics are in memory
+                log.warning("listTopics: last known token count (%s)", exc)
+                return self._used[1] if self._used is not None else 0
         return self._used[1]
 
     def threads(self) -> list[ThreadInfo]:
