@@ -1,6 +1,7 @@
 // Wires the server, the chat view, the topic tree, commands and the status bar together.
 import * as vscode from 'vscode';
 import { ChatController, ChatViewProvider } from './chatView';
+import { CodeBlockActions, EditorTracker, PROPOSAL_SCHEME, ProposalProvider } from './codeBlocks';
 import { TopicCommands } from './commands';
 import { findBundle, ManagedEnvironment } from './environment';
 import { PREVIEW_SCHEME, PreviewProvider } from './preview';
@@ -24,7 +25,15 @@ export function activate(context: vscode.ExtensionContext): void {
     showCollapseAll: true });
   const status = new BudgetStatus();
   const preview = new PreviewProvider(server);
-  const chat = new ChatController(server, context.workspaceState, () => tree.refresh());
+  const editors = new EditorTracker();
+  const proposals = new ProposalProvider();
+  const editor = () => editors.editor;
+  const chat = new ChatController(server, context.workspaceState, () => tree.refresh(),
+    { editor, codeBlocks: new CodeBlockActions(proposals, editor) });
+  const focusChat = async (): Promise<void> => {
+    await vscode.commands.executeCommand('topicForest.chat.focus');
+    chat.focusInput();
+  };
 
   tree.onDidLoad(({ used, budget, topics }) => {
     view.description = budgetDescription(used, budget);
@@ -42,10 +51,11 @@ export function activate(context: vscode.ExtensionContext): void {
   });
 
   context.subscriptions.push(
-    log, server, tree, view, status, chat,
+    log, server, tree, view, status, chat, editors,
     vscode.window.registerWebviewViewProvider('topicForest.chat', new ChatViewProvider(
       context.extensionUri, chat), { webviewOptions: { retainContextWhenHidden: true } }),
     vscode.workspace.registerTextDocumentContentProvider(PREVIEW_SCHEME, preview),
+    vscode.workspace.registerTextDocumentContentProvider(PROPOSAL_SCHEME, proposals),
     server.onNotification('topicForest/topicsChanged', () => {
       tree.refresh();
       preview.refreshOpen();
@@ -59,7 +69,26 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand('topicForest.openSettings', () =>
       vscode.commands.executeCommand('workbench.action.openSettings', '@ext:topicforest.topic-forest')),
     vscode.commands.registerCommand('topicForest.newThread', () => chat.newThread()),
-    vscode.workspace.onDidChangeConfiguration((event) => server?.configurationChanged(event)),
+    vscode.commands.registerCommand('topicForest.chatThreads', () => chat.threads.show()),
+    vscode.commands.registerCommand('topicForest.focusChat', focusChat),
+    vscode.commands.registerCommand('topicForest.askTopicForest', async () => {
+      chat.pending.addSelection();
+      await focusChat();
+    }),
+    vscode.commands.registerCommand('topicForest.addSelectionToChat', async () => {
+      if (!chat.pending.addSelection()) {
+        void vscode.window.showInformationMessage('Topic Forest: select some code first (or it is attached already).');
+        return;
+      }
+      await focusChat();
+    }),
+    vscode.commands.registerCommand('topicForest.configureModel', () =>
+      vscode.commands.executeCommand('workbench.action.openSettings', 'topicForest.chatModel')),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (event.affectsConfiguration('topicForest.chatModel') ||
+        event.affectsConfiguration('topicForest.models')) chat.configurationChanged();
+      return server?.configurationChanged(event);
+    }),
     vscode.window.onDidChangeActiveTextEditor((editor) => {
       const uri = editor?.document.uri;
       if (!uri || uri.scheme === 'file') server?.notify('topicForest/activeFileChanged', { uri: uri?.toString() ?? null });

@@ -50,9 +50,9 @@ STOP_SECONDS = 0.5  # how soon the listener notices it should stop
 RETRY_SECONDS = 1.0  # between the listener's reconnection attempts
 WRITE_LOCK, LEASE_LOCK, MIGRATE_LOCK = 0x54460001, 0x54460002, 0x54460003  # "TF" + purpose
 
-# Schema version i + 1 = MIGRATIONS[i]. Version 1 is SQLite's schema 3, in PostgreSQL types:
-# DOUBLE PRECISION for REAL (SQLite's REAL is 8 bytes), BOOLEAN for the roots' flags, TEXT for
-# meta values (SQLite's column is untyped; readers convert).
+# Schema version i + 1 = MIGRATIONS[i]. Version 1 is SQLite's schemas 1, 2 and 4, in PostgreSQL
+# types: DOUBLE PRECISION for REAL (SQLite's REAL is 8 bytes), BOOLEAN for the roots' flags,
+# TEXT for meta values (SQLite's column is untyped; readers convert).
 MIGRATIONS: tuple[str, ...] = (
     """
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
@@ -137,6 +137,25 @@ MIGRATIONS: tuple[str, ...] = (
     INSERT INTO meta (key, value) VALUES
         ('rev', '0'), ('next_message_id', '1'), ('n_docs', '0'), ('next_order', '0'),
         ('df_generation', '0'), ('docs_at_epoch', '0'), ('fallback_summary', NULL);
+    """,
+    # 2 = SQLite's 3: chat attachments (reference + the text sent) and the deletions counter
+    """
+    CREATE TABLE attachments (
+        message_id BIGINT NOT NULL,
+        position INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        path TEXT NOT NULL,
+        start_line INTEGER,
+        end_line INTEGER,
+        language TEXT,
+        sha256 TEXT NOT NULL,
+        tokens INTEGER NOT NULL,
+        truncated INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        rev BIGINT NOT NULL,
+        PRIMARY KEY (message_id, position)
+    );
+    INSERT INTO meta (key, value) VALUES ('deletions', '0') ON CONFLICT (key) DO NOTHING;
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
