@@ -2,12 +2,14 @@
 import * as vscode from 'vscode';
 import { ChatController, ChatViewProvider } from './chatView';
 import { TopicCommands } from './commands';
+import { CONTEXT_SCHEME, ContextViewProvider } from './contextView';
 import { findBundle, ManagedEnvironment } from './environment';
 import { PREVIEW_SCHEME, PreviewProvider } from './preview';
 import { languageClientFactory } from './languageClient';
 import { ServerManager } from './server';
 import { BudgetStatus } from './statusBar';
-import { budgetDescription, TopicTreeProvider } from './topicTree';
+import { TopicTreeProvider } from './topicTree';
+import { TopicsViewState } from './topicsView';
 
 let server: ServerManager | undefined;
 
@@ -19,24 +21,25 @@ export function activate(context: vscode.ExtensionContext): void {
     environment: bundle && new ManagedEnvironment(context.globalStorageUri.fsPath, bundle),
     extensionVersion: (context.extension.packageJSON as { version?: string }).version,
   });
-  const tree = new TopicTreeProvider(server, log);
+  // the tree and the budget describe the next request of the chat's current thread
+  const tree = new TopicTreeProvider(server, () => chat.threadId, log);
   const view = vscode.window.createTreeView('topicForest.topics', { treeDataProvider: tree,
     showCollapseAll: true });
   const status = new BudgetStatus();
+  const topicsView = new TopicsViewState(view, status);
   const preview = new PreviewProvider(server);
+  const contextView = new ContextViewProvider(server);
   const chat = new ChatController(server, context.workspaceState, () => tree.refresh());
+  const chatModel = () => vscode.workspace.getConfiguration('topicForest').get<string>('chatModel');
+  topicsView.chatModel(chatModel());
 
-  tree.onDidLoad(({ used, budget, topics }) => {
-    view.description = budgetDescription(used, budget);
-    view.message = topics.length ? undefined
-      : 'No topics yet. Older chat messages are grouped into topics here as the conversation grows.';
-    status.update(used, budget, topics.length);
+  tree.onDidLoad((result) => {
+    topicsView.loaded(result);
+    contextView.refreshOpen();
   });
   server.onDidChangeState((state) => {
-    status.serverState(state);
-    if (state === 'failed') view.message = 'The Topic Forest server is not running: see the log, ' +
-      'then run "Topic Forest: Restart Server".';
-    // running: load topics; failed: clear the stale ones so only the message shows
+    topicsView.serverState(state);
+    // running: load topics; failed: clear the stale ones so the welcome content shows
     if (state === 'running' || state === 'failed') tree.refresh(0);
     if (state === 'running') chat.serverStarted();
   });
@@ -46,6 +49,9 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.window.registerWebviewViewProvider('topicForest.chat', new ChatViewProvider(
       context.extensionUri, chat), { webviewOptions: { retainContextWhenHidden: true } }),
     vscode.workspace.registerTextDocumentContentProvider(PREVIEW_SCHEME, preview),
+    contextView,
+    vscode.workspace.registerTextDocumentContentProvider(CONTEXT_SCHEME, contextView),
+    vscode.commands.registerCommand('topicForest.showContext', () => contextView.show(chat.threadId)),
     server.onNotification('topicForest/topicsChanged', () => {
       tree.refresh();
       preview.refreshOpen();
@@ -58,8 +64,14 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand('topicForest.showLog', () => log.show()),
     vscode.commands.registerCommand('topicForest.openSettings', () =>
       vscode.commands.executeCommand('workbench.action.openSettings', '@ext:topicforest.topic-forest')),
-    vscode.commands.registerCommand('topicForest.newThread', () => chat.newThread()),
-    vscode.workspace.onDidChangeConfiguration((event) => server?.configurationChanged(event)),
+    vscode.commands.registerCommand('topicForest.newThread', async () => {
+      await chat.newThread();
+      tree.refresh(0); // the budget and marks are the new thread's
+    }),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      void server?.configurationChanged(event);
+      if (event.affectsConfiguration('topicForest.chatModel')) topicsView.chatModel(chatModel());
+    }),
     vscode.window.onDidChangeActiveTextEditor((editor) => {
       const uri = editor?.document.uri;
       if (!uri || uri.scheme === 'file') server?.notify('topicForest/activeFileChanged', { uri: uri?.toString() ?? null });

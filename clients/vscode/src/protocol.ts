@@ -37,7 +37,10 @@ export interface Message {
   cancelled: boolean;
 }
 
-export interface ContextTopic {
+/** A topic in a render, in rank order. `mode`: "summary", "summary+messages" (the summary
+ *  plus messages it does not cover yet), "messages" (no summary yet), "expanded" (all its
+ *  messages) or "recalled" (exchanges recalled by the query). */
+export interface RenderedTopic {
   id: number;
   mode: string;
   tokens: number;
@@ -59,7 +62,7 @@ export interface ChatResult {
   userMessageId: number;
   /** null when the turn was cancelled before any reply text. */
   replyMessageId: number | null;
-  context: { tokens: number; budget: number; topics: ContextTopic[] };
+  context: { tokens: number; budget: number; topics: RenderedTopic[] };
 }
 
 export interface ChatDelta {
@@ -86,10 +89,38 @@ export interface TopicMessagesResult {
   messages: Message[];
 }
 
+export interface ListTopicsParams {
+  /** The thread whose next request `used`, `rendered` and `omittedTopics` describe. */
+  threadId?: string;
+}
+
 export interface ListTopicsResult {
   topics: Topic[];
   budget: number;
+  /** Tokens of the next request's history for `threadId` (renderContext {threadId}, no query). */
   used: number;
+  threadId: string | null;
+  /** The topics in that render, rank order. */
+  rendered: RenderedTopic[];
+  /** Live topics left out for lack of room (dropped ones are in neither list). */
+  omittedTopics: number[];
+}
+
+export interface RenderContextParams {
+  query?: string | null;
+  activeFile?: string | null;
+  threadId?: string | null;
+}
+
+/** Exactly the history the model would receive next. */
+export interface RenderContextResult {
+  messages: { role: string; content: string }[];
+  tokens: number;
+  budget: number;
+  topics: RenderedTopic[];
+  omittedTopics: number[];
+  hotMessageIds: number[];
+  fallback: boolean;
 }
 
 export interface ThreadHistoryParams {
@@ -123,7 +154,8 @@ export interface WorkspaceParam {
 /** Request name -> [params, result]. */
 export interface Requests {
   'topicForest/chat': [ChatParams, ChatResult];
-  'topicForest/listTopics': [Record<string, never>, ListTopicsResult];
+  'topicForest/listTopics': [ListTopicsParams, ListTopicsResult];
+  'topicForest/renderContext': [RenderContextParams, RenderContextResult];
   'topicForest/previewTopic': [TopicIdParams, TopicMessagesResult];
   'topicForest/expandTopic': [TopicIdParams, TopicMessagesResult];
   'topicForest/collapseTopic': [TopicIdParams, TopicResult];
@@ -161,6 +193,10 @@ export const REQUESTS = {
     result: ['reply', 'cancelled', 'turnId', 'threadId'],
   },
   'topicForest/listTopics': { params: [], result: ['topics', 'budget', 'used'] },
+  'topicForest/renderContext': {
+    params: ['query', 'activeFile', 'threadId'],
+    result: ['messages', 'tokens', 'budget', 'topics', 'omittedTopics', 'fallback'],
+  },
   'topicForest/previewTopic': { params: ['topicId'], result: ['topic', 'messages'] },
   'topicForest/expandTopic': { params: ['topicId'], result: ['topic', 'messages'] },
   'topicForest/collapseTopic': { params: ['topicId'], result: ['topic'] },
