@@ -4,7 +4,15 @@
 // model plays the LLM; headless Chromium (playwright-core) drives the workbench.
 // Case 1: first start, chat, topics, drop/restore/preview, reload, restart, a bad interpreter.
 // Case 2: the environment is deleted between two starts: rebuilt, memory intact.
+// Issue 15 steps: the Topics welcome, the in-request marks, "What the Model Sees" against the
+// budget shown, a new thread, the tree at a 300 px sidebar, and light / dark / High Contrast
+// screenshots of the chat and the tree (into docs/img/, shown in docs/client.md).
 // Screenshots and logs go to artifacts/e2e/.
+//
+// Steps for another branch's features go next to these with the helpers below (openChat,
+// sendMessage, waitReply, runCommand, waitFor). A step whose feature is on a branch not merged
+// yet runs inside `check(name, branch, fn)` with the branch in AWAITING: its failure is reported
+// (and the run goes on); once the branch is merged, remove it from AWAITING and it counts.
 //
 // env: E2E_HOME (/opt/topicforest-e2e)  TOPICFOREST_PYTHON (../../.venv/bin/python: the stub model)
 //      TF_E2E_PORT (default: a free port)  CHROMIUM_PATH (/usr/bin/chromium)
@@ -25,7 +33,10 @@ const VSIX = path.join(CLIENT, 'topic-forest.vsix');
 const ART = path.join(CLIENT, 'artifacts/e2e');
 const RUN = path.join(E2E_HOME, 'run');          // per-run state: user data, extensions, workspace
 const STUB_KEY = 'sk-stub-not-a-secret';           // the stub ignores it; litellm wants one set
-const ENV_TIMEOUT = 420_000;   // building the environment: ~40 s from pip's cache, minutes without
+const ENV_TIMEOUT = 420_000;
+const DOCS_IMG = path.join(REPO, 'docs/img');
+// Branches whose features some checks below need, not merged yet (see `check`).
+const AWAITING = new Set(['chat-server', 'chat-webview']);   // building the environment: ~40 s from pip's cache, minutes without
 const t0 = Date.now();
 const timings = {};
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -144,6 +155,103 @@ async function openContainer(page, activity) {
   if (!(await input.isVisible().catch(() => false)) && !open) await activity.click();
 }
 
+// ---------------------------------------------------------------- helpers for the steps
+const awaited = []; // checks whose branch is not merged yet: { name, branch, error? }
+
+/** Runs one check. For a feature on a branch in AWAITING a failure is reported, not fatal. */
+async function check(name, branch, fn) {
+  if (!branch || !AWAITING.has(branch)) return fn();
+  try {
+    await fn();
+    awaited.push({ name, branch });
+    log(`check "${name}" (needs ${branch}) passes already: take ${branch} out of AWAITING`);
+  } catch (error) {
+    awaited.push({ name, branch, error: error.message });
+    log(`check "${name}" fails until ${branch} is merged: ${error.message}`);
+  }
+}
+
+async function waitFor(what, test, timeout = 20_000) {
+  const end = Date.now() + timeout;
+  while (!(await test())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+/** The chat view's page (inside VS Code's webview iframes). */
+const chatView = (page) => page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
+
+/** Opens the Topic Forest container (the chat view and the Topics view) and waits for the input. */
+async function openChat(page) {
+  const activity = page.locator('.part.activitybar [aria-label="Topic Forest"]').first();
+  await activity.waitFor({ state: 'visible', timeout: 120_000 });
+  await openContainer(page, activity);
+  await chatView(page).locator('#input').waitFor({ state: 'visible', timeout: 60_000 });
+  return chatView(page);
+}
+
+/** Types a message into the chat and sends it. */
+async function sendMessage(page, text) {
+  const input = chatView(page).locator('#input');
+  await input.fill(text);
+  await input.press('Enter');
+}
+
+/** Waits until the chat shows `count` finished replies (or an error) and returns the last one. */
+async function waitReply(page, count, timeout = 60_000) {
+  const chat = chatView(page);
+  const replies = chat.locator('.msg.assistant:not(.streaming)');
+  const errors = chat.locator('.msg.error');
+  try {
+    await waitFor(`reply ${count}`, async () => (await replies.count()) >= count || (await errors.count()) > 0, timeout);
+  } catch (error) {
+    throw new Error(`${error.message}; the chat view shows: ${JSON.stringify(await chat.locator('#log').innerText())}`);
+  }
+  if (await errors.count()) throw new Error(`chat error: ${await errors.first().innerText()}`);
+  return replies.nth(count - 1);
+}
+
+/** Runs a command from the palette by its title ("Topic Forest: Restart Server"). */
+async function runCommand(page, title) {
+  await page.keyboard.press('F1');
+  const quick = page.locator('.quick-input-widget input');
+  await quick.waitFor({ state: 'visible', timeout: 10_000 });
+  await quick.fill(`>${title}`);
+  const label = title.replace(/^[^:]+: /, '');
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: label }).first().waitFor({ timeout: 10_000 });
+  await page.keyboard.press('Enter');
+}
+
+/** The Topics view, its top-level rows, and what each row tells a screen reader. */
+const topicsPane = (page) => page.locator('.pane', { has: page.locator('.pane-header', { hasText: /^\s*Topics/ }) });
+const topicRowsOf = (page) => topicsPane(page).locator('.monaco-list-row[role="treeitem"][aria-level="1"]');
+const rowLabels = async (rows) => Promise.all((await rows.all()).map(async (r) => (await r.getAttribute('aria-label')) ?? ''));
+
+/** compactTokens of src/format.ts: how the status bar and the Topics header show a count. */
+function compact(n) {
+  if (n < 1000) return String(n);
+  const k = n / 1000;
+  return `${k < 10 ? k.toFixed(1).replace(/\.0$/, '') : Math.round(k)}k`;
+}
+
+/** Picks a color theme by name from "Preferences: Color Theme". */
+async function setTheme(page, name) {
+  await runCommand(page, 'Preferences: Color Theme');
+  await page.keyboard.type(name);
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: new RegExp(`^${name}`) }).first().waitFor({ timeout: 10_000 });
+  await page.keyboard.press('Enter');
+  await sleep(800); // the workbench and the webviews repaint
+}
+
+/** The colour of an element's text and of what is behind it (the first opaque background up). */
+function colours(el) {
+  const fg = window.getComputedStyle(el).color;
+  let bg = 'rgba(0, 0, 0, 0)';
+  for (let e = el; e && /rgba\(.*, 0\)|transparent/.test(bg); e = e.parentElement) bg = window.getComputedStyle(e).backgroundColor;
+  return { fg, bg };
+}
+
 // ---------------------------------------------------------------- the conversation
 const TURNS = [
   'In src/lexer.py my tokenize() function uses re.match in a loop and it is slow on big inputs. ' +
@@ -226,13 +334,12 @@ async function main() {
       if (!firstLog.includes(line)) throw new Error(`the extension log lacks "${line}"`);
     }
 
-    const waitFor = async (what, check, timeout = 20_000) => {
-      const end = Date.now() + timeout;
-      while (!(await check())) {
-        if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-        await sleep(100);
-      }
-    };
+    // no topics yet: the Topics view shows its welcome content (a view message used to hide it)
+    const welcome = topicsPane(page).locator('.welcome-view-content');
+    await welcome.filter({ hasText: 'No topics yet' }).first().waitFor({ timeout: 20_000 });
+    await welcome.getByRole('button', { name: 'Open Chat' }).first().waitFor({ timeout: 5_000 });
+    log(`topics welcome: ${(await welcome.first().innerText()).replace(/\s+/g, ' ').slice(0, 120)}`);
+    await shot('00b-topics-welcome');
     const inner = () => page.frames().find((f) => f.url().includes('fake.html'));
     const tChat = Date.now();
     for (const [i, text] of TURNS.entries()) {
@@ -247,19 +354,10 @@ async function main() {
           if (last) window.__lengths.push(last.textContent.length);
         }).observe(log, { childList: true, subtree: true, characterData: true });
       });
-      await input.fill(text);
-      await input.press('Enter');
-      const replies = chat.locator('.msg.assistant:not(.streaming)');
-      const errors = chat.locator('.msg.error');
-      try {
-        await waitFor(`reply ${i + 1}`, async () => (await replies.count()) > i || (await errors.count()) > 0, 60_000);
-      } catch (error) {
-        throw new Error(`${error.message}; the chat view shows: ${JSON.stringify(await chat.locator('#log').innerText())}`);
-      }
-      if (await errors.count()) throw new Error(`chat error: ${await errors.first().innerText()}`);
+      await sendMessage(page, text);
+      const reply = await (await waitReply(page, i + 1)).locator('.body').innerText();
       const lengths = await frame.evaluate(() => window.__lengths);
       const partial = new Set(lengths.filter((n) => n > 0));
-      const reply = await replies.nth(i).locator('.body').innerText();
       log(`turn ${i + 1}: reply ${reply.length} chars, ${partial.size} partial renders while streaming`);
       if (partial.size < 2) throw new Error(`turn ${i + 1}: reply did not stream (${JSON.stringify(lengths)})`);
       if (!reply.trim()) throw new Error(`turn ${i + 1}: empty reply`);
@@ -288,7 +386,7 @@ async function main() {
 
     // ------------------------------------------------------------ topic tree fills
     const tT = Date.now();
-    const topicRows = page.locator('.monaco-list-row[role="treeitem"]', { hasText: /\d+ msgs? · / });
+    const topicRows = topicRowsOf(page);
     for (let i = 0; (await topicRows.count()) < 1; i++) {
       if (i > 300) throw new Error('no topics appeared in the tree');
       await sleep(100);
@@ -296,6 +394,104 @@ async function main() {
     mark('topicTreeFilled', tT);
     log(`topics: ${(await topicRows.allInnerTexts()).map((t) => t.replace(/\s+/g, ' ')).join(' | ')}`);
     await shot('03-topics');
+    // every row says whether its topic is in the next request, how, and what it costs there
+    await check('topic rows mark what the next request carries', 'chat-server', async () => {
+      const marks = (await topicRows.allInnerTexts()).map((t) => t.replace(/\s+/g, ' '));
+      const unmarked = marks.filter((t) => !/\d+(\.\d)?k? tok( \+msgs| msgs| full| recall)?$|no room$|not sent$|dropped$/.test(t));
+      if (unmarked.length) throw new Error(`rows without an in-request mark: ${unmarked.join(' | ')}`);
+    });
+
+    // ------------------------------------------------------------ issue 15: the context view, the tree's width, themes
+    // "What the Model Sees" opens renderContext {threadId}; the budget shown and the rows marked
+    // as sent must be that render's (the view re-reads itself whenever the tree reloads)
+    const contextViewMatchesBudget = async (name) => {
+      await runCommand(page, 'Topic Forest: What the Model Sees');
+      await page.locator('.tabs-container .tab', { hasText: 'What the Model Sees' }).first().waitFor({ timeout: 20_000 });
+      const doc = page.locator('.editor-group-container .monaco-editor .view-lines').first();
+      const docText = async () => (await doc.innerText()).replace(/\u00a0/g, ' '); // the editor's spaces
+      await waitFor('the render in the context view', async () => /What the model sees/.test(await docText()));
+      const render = async () => {
+        const text = await docText();
+        const m = /(\d+) of (\d+) tokens/.exec(text);
+        const sent = /## Topics sent \((\d+)\)/.exec(text);
+        if (!m || !sent) throw new Error(`no token total or topics in the context view: ${text.slice(0, 300)}`);
+        return { tokens: Number(m[1]), budget: Number(m[2]), sent: Number(sent[1]) };
+      };
+      log(`what the model sees: ${JSON.stringify(await render())}; status bar "${await statusText()}"`);
+      await shot(name);
+      await check('the budget shown is the size of the thread\'s next request', 'chat-server', async () => {
+        const agree = async () => {
+          const { tokens, budget } = await render();
+          const header = await topicsPane(page).locator('.pane-header').innerText();
+          return (await statusText()).endsWith(`${compact(tokens)}/${compact(budget)}`) &&
+            header.includes(`${compact(tokens)} / ${compact(budget)} tokens`);
+        };
+        await waitFor('the status bar and the Topics header to show the render\'s tokens', agree, 15_000).catch(async () => {
+          throw new Error(`status bar "${await statusText()}", render ${JSON.stringify(await render())}`);
+        });
+      });
+      await check('the rows marked sent are the render\'s topics', 'chat-server', async () => {
+        const marked = (await rowLabels(topicRows)).filter((t) => /: In the next request/.test(t)).length;
+        const { sent } = await render();
+        if (marked !== sent) throw new Error(`${marked} rows marked sent, the render has ${sent} topics`);
+      });
+    };
+
+    // at a 300 px sidebar every topic row shows its figure whole
+    const sidebarAt300px = async () => {
+      const sidebar = page.locator('.part.sidebar').first();
+      const box = await sidebar.boundingBox();
+      const edge = box.x + box.width;
+      const sashes = await page.locator('.monaco-sash.vertical').all();
+      let sash;
+      for (const candidate of sashes) {
+        const b = await candidate.boundingBox();
+        if (b && b.height > 200 && Math.abs(b.x + b.width / 2 - edge) < 6) sash = b;
+      }
+      if (!sash) throw new Error('no sash at the sidebar\'s edge');
+      await page.mouse.move(sash.x + sash.width / 2, sash.y + sash.height / 2);
+      await page.mouse.down();
+      await page.mouse.move(box.x + 300, sash.y + sash.height / 2, { steps: 8 });
+      await page.mouse.up();
+      await page.mouse.move(box.x + 600, 10); // no row hovered: no inline actions
+      const width = (await sidebar.boundingBox()).width;
+      if (Math.abs(width - 300) > 3) throw new Error(`the sidebar is ${width} px wide, not 300`);
+      const clipped = await topicRows.evaluateAll((rows) => rows.map((row) => {
+        const box = row.querySelector('.monaco-icon-label-container');
+        const description = row.querySelector('.label-description');
+        return box && description && (box.scrollWidth > box.clientWidth + 1 ||
+          description.getBoundingClientRect().right > box.getBoundingClientRect().right + 1)
+          ? row.innerText.replace(/\s+/g, ' ') : null;
+      }).filter(Boolean));
+      log(`300 px sidebar: ${await topicRows.count()} rows, clipped: ${JSON.stringify(clipped)}`);
+      await shot('07c-sidebar-300px');
+      if (clipped.length) throw new Error(`rows cut off at 300 px: ${clipped.join(' | ')}`);
+    };
+
+    // light, dark and High Contrast screenshots of the chat and the tree (docs/client.md), with a
+    // reply that has code spans (the stub quotes the question back)
+    const themeScreenshots = async () => {
+      const replies = chatView(page).locator('.msg.assistant:not(.streaming)');
+      const before = await replies.count();
+      await sendMessage(page, 'Is `re.finditer` with a compiled `MASTER` pattern faster than `re.match` in a loop?');
+      await waitReply(page, before + 1);
+      fs.mkdirSync(DOCS_IMG, { recursive: true });
+      for (const [theme, file] of [['Light Modern', 'light'], ['Dark Modern', 'dark'], ['Dark High Contrast', 'hc-dark']]) {
+        await setTheme(page, theme);
+        const target = path.join(DOCS_IMG, `client-${file}.png`);
+        await page.locator('.part.sidebar').first().screenshot({ path: target });
+        fs.copyFileSync(target, path.join(ART, `07d-theme-${file}.png`));
+        log(`screenshot: ${theme} -> ${path.relative(REPO, target)}`);
+      }
+      await check('a code span in the chat is readable in High Contrast', 'chat-webview', async () => {
+        const code = chatView(page).locator('.msg.assistant .body code').last();
+        await code.waitFor({ timeout: 5_000 });
+        const { fg, bg } = await code.evaluate(colours);
+        log(`High Contrast code span: ${fg} on ${bg}`);
+        if (fg === bg) throw new Error(`a code span is ${fg} on ${bg}`);
+      });
+      await setTheme(page, 'Dark Modern');
+    };
 
     // ------------------------------------------------------------ drop, restore, preview
     const row = topicRows.first();
@@ -351,21 +547,22 @@ async function main() {
     // topic, so the row is no longer found by its old label.)
     const tS = Date.now();
     await waitFor('a summary (a row no longer pending)', async () =>
-      (await topicRows.allInnerTexts()).some((t) => !/summary pending/.test(t)), 60_000);
+      (await rowLabels(topicRows)).some((t) => !/summary pending/.test(t)), 60_000);
     await waitFor('the open preview to show the summary',
       async () => !/No summary yet/.test(await editorText.innerText()), 20_000);
     mark('summaryArrived', tS);
     log(`after the summary: ${(await topicRows.allInnerTexts()).map((t) => t.replace(/\s+/g, ' ')).join(' | ')}`);
     await shot('07-summarized');
+    await contextViewMatchesBudget('07b-what-the-model-sees');
+    await sidebarAt300px();
+    await themeScreenshots();
 
     // ------------------------------------------------------------ reload: history comes back
     // A reload restarts the extension host and the server; the thread id survives in
     // workspaceState and its messages come back from the store via threadHistory.
     const tH = Date.now();
     await page.reload({ waitUntil: 'domcontentloaded' });
-    await activity.waitFor({ state: 'visible', timeout: 120_000 });
-    const again = page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
-    await openContainer(page, activity);
+    const again = await openChat(page);
     await again.locator('.msg.user', { hasText: 'my tokenize() function uses re.match' }).first()
       .waitFor({ timeout: 60_000 });
     const restored = await again.locator('.msg').count();
@@ -376,13 +573,8 @@ async function main() {
 
     // ------------------------------------------------------------ Restart Server from the palette
     const tRs = Date.now();
-    await page.keyboard.press('F1');
+    await runCommand(page, 'Topic Forest: Restart Server');
     const quick = page.locator('.quick-input-widget input');
-    await quick.waitFor({ state: 'visible', timeout: 10_000 });
-    await quick.fill('>Topic Forest: Restart Server');
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Restart Server' }).first()
-      .waitFor({ timeout: 10_000 });
-    await page.keyboard.press('Enter');
     // the extension's LogOutputChannel file shows the restart and the new server's start
     await waitFor('"restart requested" and a new server start in the log', async () => {
       const text = extLog();
@@ -463,7 +655,7 @@ async function main() {
     // Stop VS Code, delete the private environment, start again: the extension rebuilds it and the
     // memory (topics, the thread) is all there, since it never lived in the environment.
     // topics are compared by their message counts: a summary landing meanwhile may retitle one
-    const sizes = async () => (await topicRows.allInnerTexts()).map((t) => /(\d+) msgs?/.exec(t)?.[1]).sort();
+    const sizes = async () => (await rowLabels(topicRows)).map((t) => /Source: (\d+) messages?/.exec(t)?.[1]).sort();
     const topicsBefore = await sizes();
     log(`case 2: topics before: ${(await topicRows.allInnerTexts()).map((t) => t.replace(/\s+/g, ' ')).join(' | ')}`);
     const tEnv = Date.now();
@@ -490,6 +682,13 @@ async function main() {
     log(`case 2: rebuilt; ${topicsBefore.length} topics and ${messagesAfter} messages back`);
     if (messagesAfter < TURNS.length * 2) throw new Error(`expected the whole thread back, got ${messagesAfter}`);
     await shot('13-rebuilt-memory-intact');
+
+    // a new thread: the budget and the marks are the new thread's (no recent messages yet)
+    const oldThread = await statusText();
+    await runCommand(page, 'Topic Forest: New Chat Thread');
+    await check('a new thread changes the budget shown', 'chat-server', () =>
+      waitFor(`the status bar to leave "${oldThread}"`, async () => (await statusText()) !== oldThread, 15_000));
+    await contextViewMatchesBudget('14-new-thread-what-the-model-sees');
     passed++;
     timings.total = Date.now() - t0;
     console.log(`TIMINGS_MS ${JSON.stringify(timings)}`);
@@ -531,6 +730,9 @@ try {
   const logs = path.join(RUN, 'ud/logs');
   if (fs.existsSync(logs)) fs.cpSync(logs, path.join(ART, 'vscode-logs'), { recursive: true });
   if (!ok) showLogTails();
+  for (const { name, branch, error } of awaited) {
+    console.log(`awaiting ${branch}: "${name}" ${error ? `fails: ${error}` : 'passes already'}`);
+  }
   console.log(`e2e: ${passed} passed, ${ok ? 0 : 1} failed`);
   process.exit(ok ? 0 : 1);
 }

@@ -37,10 +37,7 @@ export interface Message {
   cancelled: boolean;
 }
 
-/** A topic in a render, in rank order. `mode`: "summary", "summary+messages" (the summary
- *  plus messages it does not cover yet), "messages" (no summary yet), "expanded" (all its
- *  messages) or "recalled" (exchanges recalled by the query). */
-export interface RenderedTopic {
+export interface ContextTopic {
   id: number;
   mode: string;
   tokens: number;
@@ -62,7 +59,7 @@ export interface ChatResult {
   userMessageId: number;
   /** null when the turn was cancelled before any reply text. */
   replyMessageId: number | null;
-  context: { tokens: number; budget: number; topics: RenderedTopic[] };
+  context: { tokens: number; budget: number; topics: ContextTopic[] };
 }
 
 export interface ChatDelta {
@@ -90,37 +87,20 @@ export interface TopicMessagesResult {
 }
 
 export interface ListTopicsParams {
-  /** The thread whose next request `used`, `rendered` and `omittedTopics` describe. */
+  /** The thread whose next request `used`/`rendered` describe (its hot messages included). */
   threadId?: string;
 }
 
 export interface ListTopicsResult {
   topics: Topic[];
   budget: number;
-  /** Tokens of the next request's history for `threadId` (renderContext {threadId}, no query). */
+  /** Tokens of the next request's history (renderContext {threadId} with no query). */
   used: number;
   threadId: string | null;
-  /** The topics in that render, rank order. */
-  rendered: RenderedTopic[];
-  /** Live topics left out for lack of room (dropped ones are in neither list). */
+  /** Topics in that request, in rank order, with their mode and cost. */
+  rendered: ContextTopic[];
+  /** Live topics left out of it for lack of room. */
   omittedTopics: number[];
-}
-
-export interface RenderContextParams {
-  query?: string | null;
-  activeFile?: string | null;
-  threadId?: string | null;
-}
-
-/** Exactly the history the model would receive next. */
-export interface RenderContextResult {
-  messages: { role: string; content: string }[];
-  tokens: number;
-  budget: number;
-  topics: RenderedTopic[];
-  omittedTopics: number[];
-  hotMessageIds: number[];
-  fallback: boolean;
 }
 
 export interface ThreadHistoryParams {
@@ -146,6 +126,24 @@ export interface TopicsChanged {
   topicIds?: number[];
 }
 
+export interface RenderContextParams {
+  query?: string | null;
+  activeFile?: string | null;
+  threadId?: string | null;
+}
+
+/** Exactly the history the model would receive next ("What the Model Sees"). `topics[].mode`:
+ *  summary, summary+messages, messages, expanded or recalled. */
+export interface RenderContextResult {
+  messages: { role: string; content: string }[];
+  tokens: number;
+  budget: number;
+  topics: ContextTopic[];
+  omittedTopics: number[];
+  hotMessageIds: number[];
+  fallback: boolean;
+}
+
 /** Every request's params may carry the workspace it is about (default: first folder). */
 export interface WorkspaceParam {
   workspaceUri?: string;
@@ -155,7 +153,6 @@ export interface WorkspaceParam {
 export interface Requests {
   'topicForest/chat': [ChatParams, ChatResult];
   'topicForest/listTopics': [ListTopicsParams, ListTopicsResult];
-  'topicForest/renderContext': [RenderContextParams, RenderContextResult];
   'topicForest/previewTopic': [TopicIdParams, TopicMessagesResult];
   'topicForest/expandTopic': [TopicIdParams, TopicMessagesResult];
   'topicForest/collapseTopic': [TopicIdParams, TopicResult];
@@ -166,6 +163,7 @@ export interface Requests {
     { query: string; limit?: number },
     { results: { topic: Topic; score: number }[] },
   ];
+  'topicForest/renderContext': [RenderContextParams, RenderContextResult];
   'topicForest/listThreads': [Record<string, never>, { threads: ThreadInfo[] }];
   'topicForest/threadHistory': [ThreadHistoryParams, ThreadHistoryResult];
 }
@@ -193,10 +191,6 @@ export const REQUESTS = {
     result: ['reply', 'cancelled', 'turnId', 'threadId'],
   },
   'topicForest/listTopics': { params: [], result: ['topics', 'budget', 'used'] },
-  'topicForest/renderContext': {
-    params: ['query', 'activeFile', 'threadId'],
-    result: ['messages', 'tokens', 'budget', 'topics', 'omittedTopics', 'fallback'],
-  },
   'topicForest/previewTopic': { params: ['topicId'], result: ['topic', 'messages'] },
   'topicForest/expandTopic': { params: ['topicId'], result: ['topic', 'messages'] },
   'topicForest/collapseTopic': { params: ['topicId'], result: ['topic'] },
@@ -204,6 +198,10 @@ export const REQUESTS = {
   'topicForest/restoreTopic': { params: ['topicId'], result: ['topic'] },
   'topicForest/pinTopic': { params: ['topicId', 'pinned'], result: ['topic'] },
   'topicForest/searchTopics': { params: ['query', 'limit'], result: ['results'] },
+  'topicForest/renderContext': {
+    params: ['query', 'activeFile', 'threadId'],
+    result: ['messages', 'tokens', 'budget', 'topics', 'omittedTopics', 'fallback'],
+  },
   'topicForest/listThreads': { params: [], result: ['threads'] },
   'topicForest/threadHistory': { params: ['threadId', 'limit'], result: ['threadId', 'messages'] },
 } as const satisfies Record<RequestMethod, { params: readonly string[]; result: readonly string[] }>;

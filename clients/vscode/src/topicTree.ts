@@ -35,13 +35,14 @@ export function placements(result: ListTopicsResult): Map<number, Placement> {
   return out;
 }
 
-/** Short names of the render modes (row badge) and what they mean (tooltip, context view). */
+/** Short marks of the render modes on a row (the usual one, a summary, has none) and what
+ *  they mean (tooltip, context view). */
 export const MODES: Record<string, { badge: string; meaning: string }> = {
-  'summary': { badge: 'summary', meaning: 'its summary' },
-  'summary+messages': { badge: 'sum+msgs', meaning: 'its summary plus the messages it does not cover yet' },
+  'summary': { badge: '', meaning: 'its summary' },
+  'summary+messages': { badge: '+msgs', meaning: 'its summary plus the messages it does not cover yet' },
   'messages': { badge: 'msgs', meaning: 'its messages (no summary yet)' },
-  'expanded': { badge: 'expanded', meaning: 'all its original messages (expanded)' },
-  'recalled': { badge: 'recalled', meaning: 'exchanges recalled for the query' },
+  'expanded': { badge: 'full', meaning: 'all its original messages (expanded)' },
+  'recalled': { badge: 'recall', meaning: 'exchanges recalled for the query' },
 };
 
 export function modeBadge(mode: string): string {
@@ -79,12 +80,12 @@ export function topicStates(topic: Topic): string[] {
   return states;
 }
 
-/** The row's short figure (a 300 px sidebar shows it whole): what the topic costs in the next
- *  request and how it goes in, or why it is left out. The rest is in the tooltip. */
+/** The row's short figure: what the topic costs in the next request and how it goes in, or why
+ *  it is left out. The rest is in the tooltip. */
 export function topicDescription(topic: Topic, placement: Placement): string {
   switch (placement.kind) {
-    case 'sent': return `${compactTokens(placement.tokens)} tok · ${modeBadge(placement.mode)}`;
-    case 'noRoom': return 'not sent: no room';
+    case 'sent': return [`${compactTokens(placement.tokens)} tok`, modeBadge(placement.mode)].filter(Boolean).join(' ');
+    case 'noRoom': return 'no room';
     case 'dropped': return 'dropped';
     case 'notSent': return 'not sent';
     case 'unknown': return `${topic.messageCount} msg${topic.messageCount === 1 ? '' : 's'} · ` +
@@ -96,7 +97,7 @@ export function placementText(placement: Placement): string {
   switch (placement.kind) {
     case 'sent': return `In the next request (#${placement.rank + 1}): ${modeMeaning(placement.mode)}, ` +
       `${placement.tokens} tokens.`;
-    case 'noRoom': return 'Not in the next request: no room left in the history budget.';
+    case 'noRoom': return 'Not sent: no room left in the history budget for it.';
     case 'dropped': return 'Dropped: left out of every request until restored.';
     case 'notSent': return 'Not in the next request: nothing of it to send yet.';
     case 'unknown': return 'This server does not say whether it is in the next request.';
@@ -139,17 +140,23 @@ export function topicTooltip(topic: Topic, placement: Placement,
   return md;
 }
 
-/** Room for the title beside the figure at a 300 px sidebar; the whole title is in the tooltip. */
-export const TITLE_CHARS = 24;
+/** Characters of title and figure that a 300 px sidebar shows whole, inline actions included
+ *  (~7 px each): the title gives way so the figure is never cut off; the tooltip has it all. */
+export const ROW_CHARS = 27;
 
 export function topicItem(topic: Topic, placement: Placement, folders?: readonly string[]): vscode.TreeItem {
-  const item = new vscode.TreeItem(excerpt(topic.title || `Topic ${topic.id}`, TITLE_CHARS),
+  const description = topicDescription(topic, placement);
+  const item = new vscode.TreeItem(excerpt(topic.title || `Topic ${topic.id}`, ROW_CHARS - description.length - 1),
     vscode.TreeItemCollapsibleState.Collapsed);
   item.id = `topic-${topic.id}`;
-  item.description = topicDescription(topic, placement);
+  item.description = description;
   item.tooltip = topicTooltip(topic, placement, folders);
   item.iconPath = topicIcon(topic, placement);
   item.contextValue = topicContextValue(topic);
+  const states = topicStates(topic);
+  item.accessibilityInformation = { label: `${topic.title}: ${placementText(placement)} ` +
+    `Source: ${topic.messageCount} message${topic.messageCount === 1 ? '' : 's'}, ${topic.sourceTokens} tokens` +
+    `${states.length ? `; ${states.join(', ')}` : ''}.` };
   return item;
 }
 

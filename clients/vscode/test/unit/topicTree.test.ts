@@ -4,7 +4,7 @@ import { fn } from 'jest-mock';
 import { MarkdownString, ThemeIcon, TreeItemCollapsibleState } from 'vscode';
 import type { ListTopicsResult } from '../../src/protocol';
 import {
-  budgetDescription, displayPath, messageItem, type Placement, placements, topicContextValue,
+  budgetDescription, displayPath, messageItem, type Placement, placements, ROW_CHARS, topicContextValue,
   topicDescription, topicItem, TopicTreeProvider,
 } from '../../src/topicTree';
 import { FakeConnection, makeTopic } from './fakes';
@@ -32,24 +32,28 @@ describe('topic tree items', () => {
 
   it('shows what the topic costs in the next request and how it goes in; source size in the tooltip', () => {
     const item = topicItem(makeTopic({ pinned: true, pending: true }), SENT);
-    expect(item.label).toBe('Parser errors in tokeni…');
+    expect(item.label).toBe('Parser errors in t…');
     expect(item.id).toBe('topic-7');
     expect(item.collapsibleState).toBe(TreeItemCollapsibleState.Collapsed);
-    expect(item.description).toBe('120 tok · summary');
+    expect(item.description).toBe('120 tok');
     const tooltip = (item.tooltip as MarkdownString).value;
     expect(tooltip).toContain('Parser errors in tokenize\\(\\)');
     expect(tooltip).toContain('In the next request \\(\\#2\\): its summary, 120 tokens');
     expect(tooltip).toContain('Source: 4 messages, 1530 tokens; summary 40 tokens · pinned, summary pending');
     expect(tooltip).toContain('tokenize\\(\\) in lexer\\.py');
     expect(tooltip).toContain('src/lexer\\.py');
+    // what a screen reader says (and the e2e reads): title, place in the request, source size
+    expect(item.accessibilityInformation?.label).toBe('Parser errors in tokenize(): In the next request (#2): ' +
+      'its summary, 120 tokens. Source: 4 messages, 1530 tokens; pinned, summary pending.');
   });
 
   for (const [placement, description, tooltip, icon] of [
-    [{ kind: 'sent', mode: 'summary+messages', tokens: 2345, rank: 0 }, '2.3k tok · sum+msgs',
+    [{ kind: 'sent', mode: 'summary+messages', tokens: 2345, rank: 0 }, '2.3k tok +msgs',
       'its summary plus the messages it does not cover yet, 2345 tokens', 'circle-filled'],
-    [{ kind: 'sent', mode: 'expanded', tokens: 900, rank: 0 }, '900 tok · expanded', 'all its original messages', 'circle-filled'],
-    [{ kind: 'sent', mode: 'messages', tokens: 80, rank: 0 }, '80 tok · msgs', 'its messages \\(no summary yet\\)', 'circle-filled'],
-    [{ kind: 'noRoom' }, 'not sent: no room', 'no room left in the history budget', 'circle-large-outline'],
+    [{ kind: 'sent', mode: 'expanded', tokens: 900, rank: 0 }, '900 tok full', 'all its original messages', 'circle-filled'],
+    [{ kind: 'sent', mode: 'messages', tokens: 80, rank: 0 }, '80 tok msgs', 'its messages \\(no summary yet\\)', 'circle-filled'],
+    [{ kind: 'sent', mode: 'recalled', tokens: 80, rank: 0 }, '80 tok recall', 'recalled for the query', 'circle-filled'],
+    [{ kind: 'noRoom' }, 'no room', 'Not sent: no room left in the history budget', 'circle-large-outline'],
     [{ kind: 'notSent' }, 'not sent', 'nothing of it to send yet', 'circle-large-outline'],
     [{ kind: 'dropped' }, 'dropped', 'left out of every request until restored', 'circle-slash'],
     [{ kind: 'unknown' }, '4 msgs · 1.5k tok', 'does not say whether', 'comment-discussion'],
@@ -62,11 +66,16 @@ describe('topic tree items', () => {
     });
   }
 
-  it('keeps the row short enough for a 300 px sidebar: the whole title is in the tooltip', () => {
+  it('keeps the row short enough for a 300 px sidebar: the title gives way, never the figure', () => {
     const title = 'A very long topic title about the CI pipeline cache and pytest-xdist';
-    const item = topicItem(makeTopic({ title }), { kind: 'sent', mode: 'summary+messages', tokens: 12_345, rank: 3 });
-    expect(`${item.label as string} ${item.description as string}`.length).toBeLessThanOrEqual(45);
-    expect((item.tooltip as MarkdownString).value).toContain('pytest\\-xdist');
+    for (const placement of [{ kind: 'sent', mode: 'summary+messages', tokens: 12_345, rank: 3 },
+      { kind: 'sent', mode: 'summary', tokens: 80, rank: 0 }, { kind: 'noRoom' }, { kind: 'dropped' }] as Placement[]) {
+      const item = topicItem(makeTopic({ title, dropped: placement.kind === 'dropped' }), placement);
+      expect(`${item.label as string} ${item.description as string}`.length).toBe(ROW_CHARS);
+      expect(item.label).toMatch(/^A very long .*…$/);
+      expect((item.tooltip as MarkdownString).value).toContain('pytest\\-xdist');
+    }
+    expect(topicItem(makeTopic({ title: 'CI' }), SENT).label).toBe('CI');
   });
 
   it('says a summary is pending when there is none', () => {
@@ -155,7 +164,7 @@ describe('TopicTreeProvider', () => {
     const roots = await tree.getChildren();
     expect(conn.sent[0]).toMatchObject({ method: 'topicForest/listTopics', params: { threadId: 'thread-a' } });
     expect(roots.map((n) => n.kind === 'topic' && n.topic.id)).toEqual([7, 9]);
-    expect(roots.map((n) => n.kind === 'topic' && tree.getTreeItem(n).description)).toEqual(['40 tok · summary', 'dropped']);
+    expect(roots.map((n) => n.kind === 'topic' && tree.getTreeItem(n).description)).toEqual(['40 tok', 'dropped']);
     expect(loaded).toHaveBeenCalledWith(listed);
     const children = await tree.getChildren(roots[0]);
     expect(conn.sent.at(-1)).toMatchObject({ method: 'topicForest/previewTopic', params: { topicId: 7 } });
