@@ -33,10 +33,10 @@ const VSIX = path.join(CLIENT, 'topic-forest.vsix');
 const ART = path.join(CLIENT, 'artifacts/e2e');
 const RUN = path.join(E2E_HOME, 'run');          // per-run state: user data, extensions, workspace
 const STUB_KEY = 'sk-stub-not-a-secret';           // the stub ignores it; litellm wants one set
-const ENV_TIMEOUT = 420_000;
+const ENV_TIMEOUT = 420_000;   // building the environment: ~40 s from pip's cache, minutes without
 const DOCS_IMG = path.join(REPO, 'docs/img');
 // Branches whose features some checks below need, not merged yet (see `check`).
-const AWAITING = new Set(['chat-server', 'chat-webview']);   // building the environment: ~40 s from pip's cache, minutes without
+const AWAITING = new Set(['chat-server', 'chat-webview']);
 const t0 = Date.now();
 const timings = {};
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
