@@ -23,6 +23,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from topicforest.attachments import (
+    Attachment,
+    AttachmentLog,
+    AttachmentRef,
+    InMemoryAttachments,
+    SentAttachment,
+    fit,
+    request_text,
+    user_text,
+    with_references,
+)
 from topicforest.chat_model import ChatModel, Usage
 from topicforest.engine import ContextWindow, Message, TopicView, WindowConfig
 from topicforest.engine.config import auto_history_budget
@@ -34,7 +45,7 @@ from topicforest.engine.summarize.cascade import CascadeSummarizer
 from topicforest.engine.summarize.extractive import ExtractiveSummarizer
 from topicforest.engine.summarize.litellm_summarizer import LiteLLMSummarizer
 from topicforest.server.config import Settings
-from topicforest.store.binding import StoreBinding
+from topicforest.store.binding import StoreBinding, workspace_folder
 from topicforest.store.errors import StoreError
 
 log = logging.getLogger(__name__)
@@ -53,6 +64,8 @@ CLOSE_TIMEOUT = 5.0  # seconds close() waits for the maintenance task
 # Upkeep waits for turns between receipt and send (milliseconds), but not longer than this for
 # one stuck before its first byte (an endpoint that never accepts): topics go on forming.
 SEND_GATE_SECONDS = 1.0
+MAX_MODELS = 8  # per-turn model overrides kept open at once
+THREAD_TITLE_CHARS = 200  # a title the user gave; a first message makes one of at most 80
 ProgressStage = Literal["begin", "report", "end"]
 
 
@@ -62,6 +75,18 @@ class ChatNotConfigured(Exception):
 
 class ProviderError(Exception):
     """The chat model failed; the message is safe to show (secrets redacted)."""
+
+
+def _title(text: str) -> str:
+    return sanitize_line(text, THREAD_TITLE_CHARS)
+
+
+class UnknownThread(Exception):
+    """No thread has this id (rename, delete)."""
+
+
+class NotRetryable(Exception):
+    """`retryOf` is not the thread's last user message."""
 
 
 class MemoryListener(Protocol):
@@ -75,6 +100,9 @@ class MemoryListener(Protocol):
     ) -> None:
         """Background summarizing started, advanced or ended."""
 
+    def threads_changed(self, memory: WorkspaceMemory, thread_id: str | None) -> None:
+        """A thread was renamed or deleted (None: another window changed threads)."""
+
 
 @dataclass
 class ChatOutcome:
@@ -87,6 +115,8 @@ class ChatOutcome:
     user_message: Message
     reply_message: Message | None
     context: RenderedContext
+    attachments: list[AttachmentRef]
+    model: str
 
 
 @dataclass(frozen=True)
@@ -97,12 +127,15 @@ class ThreadInfo:
     title: str
 
 
-def window_config(settings: Settings, max_input_tokens: int | None = None) -> WindowConfig:
+def window_config(
+    settings: Settings, max_input_tokens: int | None = None, workspace_root: str | None = None
+) -> WindowConfig:
     budget = settings.history_budget
     return WindowConfig(
         history_budget=auto_history_budget(max_input_tokens) if budget == "auto" else budget,
         merge_threshold=settings.merge_threshold,
         max_topics=settings.max_topics,
+        workspace_root=workspace_root,
     )
 
 
@@ -146,18 +179,22 @@ class WorkspaceMemory:
         self.settings = settings or Settings()
         self.listener = listener
         self.max_input_tokens: int | None = None  # learnt once litellm is warm
-        self.window = window or ContextWindow(window_config(self.settings))
+        self.folder = workspace_folder(key)  # absolute paths under it are shown relative
+        self.window = window or ContextWindow(window_config(self.settings, None, self.folder))
         self._fixed_summarizer = summarizer
         self.summarizer: Summarizer = summarizer or self._cascade()
         self.chat_model = self._chat_model()
+        self._models: dict[str, ChatModel] = {}  # per-turn overrides of the chat model
+        self.attachments: AttachmentLog = InMemoryAttachments()
         self.thread_messages: dict[str, list[int]] = {}
+        self._titles: dict[str, str] = {}  # thread renames (a stored memory keeps them on disk)
         self.active_file: str | None = None
         # seconds from receiving a chat turn to its request's first bytes leaving for the model
         self.critical_path: deque[float] = deque(maxlen=1000)
         self.idle_seconds = IDLE_SECONDS
         self.settle_seconds = settle_seconds()
         self._changes = 0  # bumped by every change that can alter a render
-        self._used: tuple[tuple[int, int, str | None], int] | None = None
+        self._next: tuple[tuple[int, int, str | None, str | None], RenderedContext] | None = None
         self._wake = asyncio.Event()
         # Set while no chat turn is between receipt and its request leaving: upkeep waits for it,
         # so its synchronous work never lands in a turn's critical path (at the turn's awaits).
@@ -180,20 +217,30 @@ class WorkspaceMemory:
         ]
         return CascadeSummarizer([*models, OffLoopExtractive()], offline_floor=False)
 
-    def _chat_model(self) -> ChatModel:
+    def _chat_model(self, model: str | None = None) -> ChatModel:
         settings = self.settings
         return ChatModel(
-            settings.chat_model or "",
+            model or settings.chat_model or "",
             settings.api_base,
             CHAT_TIMEOUT,
             settings.chat_first_byte_timeout,
         )
 
+    def _model_for(self, name: str) -> ChatModel:
+        """The configured chat model, or a turn's override (same apiBase and key rules)."""
+        if name == self.chat_model.model:
+            return self.chat_model
+        model = self._models.pop(name, None) or self._chat_model(name)
+        self._models[name] = model  # newest last
+        while len(self._models) > MAX_MODELS:
+            _close_soon(self._models.pop(next(iter(self._models))))
+        return model
+
     def configure(self, settings: Settings, max_input_tokens: int | None = None) -> None:
         """Apply new settings; topics already formed keep their shape (new limits apply next)."""
         self.settings = settings
         self.max_input_tokens = max_input_tokens
-        self.window.config = window_config(settings, self.max_input_tokens)
+        self.window.config = window_config(settings, self.max_input_tokens, self.folder)
         if self._fixed_summarizer is None:
             self.summarizer = self._cascade()
         if (
@@ -203,6 +250,9 @@ class WorkspaceMemory:
         ) != (settings.chat_model or "", settings.api_base, settings.chat_first_byte_timeout):
             _close_soon(self.chat_model)  # a turn still streaming from it keeps its session
             self.chat_model = self._chat_model()
+            for model in self._models.values():
+                _close_soon(model)
+            self._models.clear()
         self._changes += 1
         self.kick()
 
@@ -247,6 +297,42 @@ class WorkspaceMemory:
         self.window.collapse(topic_id)
         return self._changed("collapsed", topic_id)
 
+    def rename_thread(self, thread_id: str, title: str) -> ThreadInfo:
+        if self.binding is not None:
+            row = self.binding.store.rename_thread(thread_id, _title(title))
+            if row is None:
+                raise UnknownThread(f"unknown thread {thread_id!r}")
+            info = ThreadInfo(row.thread_id, row.message_count, row.last_time, row.title)
+        else:
+            ids = self.thread_messages.get(thread_id)
+            if not ids:
+                raise UnknownThread(f"unknown thread {thread_id!r}")
+            self._titles[thread_id] = _title(title)
+            info = self._thread_info(thread_id, ids)
+        self._threads_changed(thread_id)
+        return info
+
+    def delete_thread(self, thread_id: str) -> int:
+        """Delete every message of the thread from the store and the forest (see
+        `ContextWindow.forget`), with its attachments; returns how many messages went."""
+        if self.store_error is not None:
+            raise StoreError(self.store_error)
+        if self.binding is not None:
+            ids = self.binding.store.thread_message_ids(thread_id)
+        else:
+            ids = self.thread_messages.get(thread_id, [])
+        if not ids:
+            raise UnknownThread(f"unknown thread {thread_id!r}")
+        with self._transaction():
+            changed = self.window.forget(ids)
+            self.attachments.remove(ids)
+        self.thread_messages.pop(thread_id, None)
+        self._titles.pop(thread_id, None)
+        self._emit("threadDeleted", sorted(changed))
+        self._threads_changed(thread_id)
+        self.kick()  # topics that lost members are summarized again
+        return len(ids)
+
     def _changed(self, reason: str, topic_id: int) -> TopicView:
         self._emit(reason, [topic_id])
         return self.window.topic(topic_id)
@@ -265,23 +351,35 @@ class WorkspaceMemory:
         return [(self.window.topic(t), s) for t, s in self.window.search(query, limit)]
 
     def render(
-        self, query: str | None = None, active_file: str | None = None, thread_id: str | None = None
+        self,
+        query: str | None = None,
+        active_file: str | None = None,
+        thread_id: str | None = None,
+        *,
+        upto: int | None = None,
     ) -> RenderedContext:
         return self.window.render(
-            query=query, active_file=active_file or self.active_file, thread_id=thread_id
+            query=query, active_file=active_file or self.active_file, thread_id=thread_id, upto=upto
         )
 
-    def used_tokens(self) -> int:
-        """Tokens of the next plain render (listTopics' `used`), cached until anything changes."""
-        key = (self._changes, id(self.window), self.active_file)
-        if self._used is None or self._used[0] != key:
-            self._used = (key, self.render().tokens)
-        return self._used[1]
+    def next_render(self, thread_id: str | None = None) -> RenderedContext:
+        """The history the next request of `thread_id` would carry before its question is known
+        (renderContext {threadId} with no query; listTopics' `used`, `rendered`,
+        `omittedTopics`), cached until anything changes."""
+        key = (self._changes, id(self.window), self.active_file, thread_id)
+        if self._next is None or self._next[0] != key:
+            self._next = (key, self.render(thread_id=thread_id))
+        return self._next[1]
+
+    def attached(self, messages: list[Message]) -> list[tuple[Message, list[AttachmentRef]]]:
+        """Each message with the references of what its turn attached (one lookup for all)."""
+        refs = self.attachments.refs(m.id for m in messages if m.role == "user")
+        return [(m, refs.get(m.id, [])) for m in messages]
 
     def threads(self) -> list[ThreadInfo]:
         if self.binding is not None:
             return [
-                ThreadInfo(t.thread_id, t.message_count, t.last_time, sanitize_line(t.title, 80))
+                ThreadInfo(t.thread_id, t.message_count, t.last_time, _title(t.title))
                 for t in self.binding.threads()
             ]
         infos = [self._thread_info(tid, ids) for tid, ids in self.thread_messages.items() if ids]
@@ -289,7 +387,8 @@ class WorkspaceMemory:
 
     def _thread_info(self, thread_id: str, ids: list[int]) -> ThreadInfo:
         first, last = self.window.log.get(ids[0]), self.window.log.get(ids[-1])
-        return ThreadInfo(thread_id, len(ids), last.timestamp, sanitize_line(first.content, 80))
+        title = self._titles.get(thread_id) or sanitize_line(first.content, 80)
+        return ThreadInfo(thread_id, len(ids), last.timestamp, title)
 
     def history(self, thread_id: str, limit: int | None = None) -> list[Message]:
         if self.binding is not None:
@@ -309,14 +408,22 @@ class WorkspaceMemory:
         *,
         active_file: str | None = None,
         on_delta: Callable[[int, str], None] = lambda index, delta: None,
+        attachments: list[Attachment] | None = None,
+        model: str | None = None,
+        retry_of: int | None = None,
     ) -> ChatOutcome:
         """One turn: store the question, render, stream the model's answer, store it.
 
-        Cancellation (the task is cancelled while streaming) stores the partial reply marked
-        cancelled and returns normally with `cancelled=True`.
+        `attachments` go into this request only, fitted to `attachmentBudget` (the stored
+        question gets a reference line per attachment; the text sent is stored beside it).
+        `model` overrides the chat model for this turn. `retry_of` (the thread's last user
+        message) answers that question again: nothing new is stored but the reply, and its
+        attachments are sent again as they were. Cancellation (the task is cancelled while
+        streaming) stores the partial reply marked cancelled and returns normally with
+        `cancelled=True`.
         """
         received = time.perf_counter()
-        model = self.settings.chat_model
+        model = model or self.settings.chat_model
         if not model:
             raise ChatNotConfigured(
                 "No chat model is configured. Set `topicForest.chatModel` to a litellm model "
@@ -324,10 +431,25 @@ class WorkspaceMemory:
                 '"openai/<name>" with `topicForest.apiBase`) and put the provider\'s API key in '
                 "the environment (for example OPENAI_API_KEY). Topics work without a model."
             )
-        with self._unsynced():  # its fsync overlaps the model call; done before the reply
-            user = self.append(thread_id, "user", text, wake=False)
-        context = self.render(query=text, active_file=active_file, thread_id=thread_id)
-        messages = [{"role": "system", "content": SYSTEM_PROMPT}, *context.messages]
+        chat_model = self._model_for(model)
+        if retry_of is not None:
+            user = self._retry_target(thread_id, retry_of)
+            carried = self.attachments.sent(user.id)
+        else:
+            carried = fit(attachments or [], self.settings.attachment_budget, self.window.count)
+            with self._unsynced(), self._transaction():  # fsync overlaps the model call
+                user = self.append(
+                    thread_id, "user", with_references(text, [a.ref for a in carried]), wake=False
+                )
+                self.attachments.add(user.id, carried)
+        refs = [a.ref for a in carried]
+        context = self.render(
+            query=user_text(user.content, refs),
+            active_file=active_file,
+            thread_id=thread_id,
+            upto=user.id if retry_of is not None else None,
+        )
+        messages = _request(context, user, carried)
         parts: list[str] = []
         usage: Usage | None = None
         cancelled = False
@@ -343,7 +465,7 @@ class WorkspaceMemory:
         self._sending += 1
         self._requests_out.clear()
         try:
-            async for delta, piece_usage in self.chat_model.stream(messages, on_sent):
+            async for delta, piece_usage in chat_model.stream(messages, on_sent):
                 usage = piece_usage or usage
                 if synced is None:  # the request is out: disk and upkeep may have their turn
                     synced = asyncio.ensure_future(self._sync())
@@ -382,12 +504,32 @@ class WorkspaceMemory:
             user_message=user,
             reply_message=reply,
             context=context,
+            attachments=refs,
+            model=model,
         )
+
+    def _retry_target(self, thread_id: str, message_id: int) -> Message:
+        if self.binding is not None:
+            last = self.binding.store.last_user_message(thread_id)
+        else:
+            ids = self.thread_messages.get(thread_id, [])
+            users = (m.id for m in self.window.log.get_many(ids[::-1]) if m.role == "user")
+            last = next(users, None)
+        if last is None or last != message_id:
+            raise NotRetryable(
+                f"message {message_id} is not the last user message of thread {thread_id!r}"
+                + (f" (that is {last})" if last is not None else " (it has none)")
+            )
+        return self.window.log.get(message_id)
 
     def _request_left(self) -> None:
         self._sending -= 1
         if not self._sending:
             self._requests_out.set()
+
+    def _transaction(self) -> contextlib.AbstractContextManager[object]:
+        """One store transaction for several changes (nothing to do for an unstored memory)."""
+        return self.binding.store.transaction() if self.binding else contextlib.nullcontext()
 
     def _unsynced(self) -> contextlib.AbstractContextManager[None]:
         return self.binding.store.unsynced() if self.binding else contextlib.nullcontext()
@@ -431,6 +573,8 @@ class WorkspaceMemory:
             await self.binding.close(list(self.thread_messages))
             self.binding = None
         await self.chat_model.close()
+        for model in self._models.values():
+            await model.close()
 
     # -- persistence (store engineer) ------------------------------------------------------
     def open_store(self) -> None:
@@ -451,6 +595,8 @@ class WorkspaceMemory:
             log.error("%s", self.store_error)
             return
         self.window = self.binding.window
+        self.attachments = self.binding.store.attachments
+        self.binding.store.mirror.threads_changed = False  # the client lists threads anyway
         # A first slice of key lines now, so a small memory renders the same before upkeep
         # starts as after (a big one gets the rest in upkeep).
         self.window.prepare_key_lines(RECLUSTER_SLICE_SECONDS)
@@ -465,6 +611,10 @@ class WorkspaceMemory:
     def _external_change(self) -> None:
         """Another window committed: our window has reloaded; tell the client, maintain."""
         self._emit("external", None)
+        mirror = self.binding.store.mirror if self.binding else None
+        if mirror is not None and mirror.threads_changed:
+            mirror.threads_changed = False
+            self._threads_changed(None)
         self.kick()
 
     async def _run(self) -> None:
@@ -556,12 +706,37 @@ class WorkspaceMemory:
             except Exception:
                 log.exception("topicsChanged listener failed")
 
+    def _threads_changed(self, thread_id: str | None) -> None:
+        if self.listener is not None:
+            try:
+                self.listener.threads_changed(self, thread_id)
+            except Exception:
+                log.exception("threadsChanged listener failed")
+
     def _progress(self, stage: ProgressStage, message: str, percentage: int) -> None:
         if self.listener is not None:
             try:
                 self.listener.summarizing(self, stage, message, percentage)
             except Exception:
                 log.exception("progress listener failed")
+
+
+def _request(
+    context: RenderedContext, user: Message, sent: list[SentAttachment]
+) -> list[dict[str, str]]:
+    """What the model receives: the system prompt, the rendered history, and the question
+    last, carrying this turn's attachments after its text (a retried question that has left
+    the hot zone is added again)."""
+    messages = [{"role": "system", "content": SYSTEM_PROMPT}, *context.messages]
+    asked = bool(context.hot_message_ids) and context.hot_message_ids[-1] == user.id
+    if asked and not sent:
+        return messages
+    content = messages.pop()["content"] if asked else user.content
+    texts = [a.text for a in sent]
+    messages.append(
+        {"role": "user", "content": request_text(content, [a.ref for a in sent], texts)}
+    )
+    return messages
 
 
 class OffLoopExtractive:

@@ -33,9 +33,34 @@ def test_files_are_what_a_developer_would_call_files() -> None:
         ".github/workflows/ci.yml",
         "app/db.py",
         "src/lexer",
-        "etc/hosts",
+        "/etc/hosts",
         "Dockerfile",
         "foo.github/x.py",
+    ]
+
+
+def test_absolute_paths_from_a_pasted_traceback_keep_their_slash() -> None:
+    """Issue 15: tooltips showed `home/dev/proj/app/db.py` (slash cut off) beside `app/db.py`."""
+    trace = (
+        'Traceback (most recent call last):\n  File "/usr/lib/python3.11/json/decoder.py", '
+        'line 337, in decode\n  File "/home/dev/proj/app/db.py", line 12\n'
+        "see ./src/x.py and ../lib/y.py"
+    )
+    assert extract(trace).files == [
+        "/usr/lib/python3.11/json/decoder.py",
+        "/home/dev/proj/app/db.py",
+        "src/x.py",
+        "lib/y.py",
+    ]
+    # under the workspace folder (when the engine knows it): named as the developer does
+    assert extract(trace, "/home/dev/proj").files[:2] == [
+        "/usr/lib/python3.11/json/decoder.py",
+        "app/db.py",
+    ]
+    embedder = Embedder(root="/home/dev/proj/")
+    assert embedder.embed(trace).files[1] == "app/db.py"
+    assert extract('"/home/dev/project2/x.py"', "/home/dev/proj").files == [
+        "/home/dev/project2/x.py"
     ]
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 
 import pytest
 
 from topicforest.engine.embedding import norm_sq
+from topicforest.engine.resolver import resolve_all
+from topicforest.engine.summarize import ExtractiveSummarizer
 
 from .helpers import TOPICS, filled_window
 
@@ -49,3 +52,22 @@ def test_a_settled_forest_does_not_churn() -> None:
     for _ in range(3):  # more rounds with nothing new change nothing
         assert window.refine(budget_seconds=math.inf, settle=True) == set()
     assert {root: window.forest.members(root) for root in window.forest.live_roots()} == before
+
+
+def test_a_summary_mostly_about_what_left_is_made_again() -> None:
+    """The demo's Postgres topic kept the title "Rate limit · …" after its rate-limit exchanges
+    were split off: a summary (and its stored title) describing mostly other messages now goes,
+    and the topic is summarized afresh from what it holds."""
+    window = filled_window(budget=512, rounds=8, merge_threshold=0.0)
+    (mixed,) = window.forest.live_roots()
+    asyncio.run(resolve_all(window, ExtractiveSummarizer(), force=True))
+    assert window.summaries[mixed].covered == set(window.forest.members(mixed))
+    window.refine(budget_seconds=math.inf, settle=True)
+    assert mixed not in window.summaries  # two thirds of what it covered left with the split
+    assert window.is_dirty(mixed)
+    asyncio.run(resolve_all(window, ExtractiveSummarizer(), force=True))
+    remade = window.summaries[mixed]
+    assert remade.covered == set(window.forest.members(mixed))
+    (subject,) = subjects_of(window, mixed)
+    others = [TOPICS[t][0].split()[1] for t in TOPICS if t != subject]
+    assert not any(word in remade.text for word in others)

@@ -78,7 +78,7 @@ def make_client() -> Client:
     client = Client(converter_factory=raw_converter)
     register_lsp_features(client)
     client.notes = defaultdict(list)
-    for method in ("topicsChanged", "chatDelta"):
+    for method in ("topicsChanged", "chatDelta", "threadsChanged"):
 
         def record(params: Any, _method: str = PREFIX + method) -> None:
             client.notes[_method].append(params)

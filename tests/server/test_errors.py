@@ -34,6 +34,8 @@ VALID: dict[str, dict[str, Any]] = {
     "renderContext": {},
     "listThreads": {},
     "threadHistory": {"threadId": "t"},
+    "renameThread": {"threadId": "t", "title": "T"},
+    "deleteThread": {"threadId": "t"},
     **{m: {"topicId": 1} for m in TOPIC_METHODS},
 }
 BAD_PARAMS: list[tuple[str, dict[str, Any], str]] = [
@@ -56,6 +58,13 @@ BAD_PARAMS: list[tuple[str, dict[str, Any], str]] = [
     ("threadHistory", {}, "threadId"),
     ("threadHistory", {"threadId": "t", "limit": -1}, "limit"),
     ("listTopics", {"workspaceUri": 7}, "workspaceUri"),
+    ("listTopics", {"threadId": 7}, "threadId"),
+    ("chat", {"threadId": "t", "turnId": "1", "message": "hi", "model": ""}, "model"),
+    ("chat", {"threadId": "t", "turnId": "1", "message": "hi", "retryOf": 0}, "retryOf"),
+    ("chat", {"threadId": "t", "turnId": "1", "message": "hi", "attachments": {}}, "attachments"),
+    ("renameThread", {"threadId": "t"}, "title"),
+    ("renameThread", {"threadId": "t", "title": "x" * 201}, "title"),
+    ("deleteThread", {}, "threadId"),
 ]
 
 

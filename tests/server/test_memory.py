@@ -31,6 +31,9 @@ class Recorder:
     ) -> None:
         self.progress.append(stage)
 
+    def threads_changed(self, memory: WorkspaceMemory, thread_id: str | None) -> None:
+        self.changes.append(("threads", None))
+
 
 def busy_memory(listener: Recorder | None = None) -> WorkspaceMemory:
     """A started memory with 30 sample messages, whose quiet spells are a fraction of a second."""
@@ -80,12 +83,14 @@ async def test_close_never_hangs_whatever_the_loop_was_doing() -> None:
         assert memory._task is None
 
 
-async def test_used_tokens_follow_every_change() -> None:
+async def test_the_next_render_follows_every_change() -> None:
     memory = busy_memory()
+    thread = next(iter(memory.thread_messages))
     try:
 
         def fresh() -> bool:
-            return memory.used_tokens() == memory.render().tokens
+            plain, of_thread = memory.next_render(), memory.next_render(thread)
+            return plain == memory.render() and of_thread == memory.render(thread_id=thread)
 
         await asyncio.sleep(0)
         while not memory.topics() or memory.window.dirty_topic_ids():

@@ -246,3 +246,24 @@ async def test_a_corrupt_store_is_a_clear_error_not_a_crash(windows: Windows) ->
     assert error.code == -32005 and "not a Topic Forest memory database" in str(error)
     assert (await a.call("listTopics"))["topics"] == []  # still serving
     assert windows.db.read_bytes() == b"garbage, not SQLite\n" * 100
+
+
+async def test_a_thread_deleted_in_one_window_is_gone_in_the_other(windows: Windows) -> None:
+    a = await windows.open("a")
+    b = await windows.open("b")
+    await chat_turns(a, "keep", 15)
+    await chat_turns(b, "zebrafish", 15)  # the thread's name is in each of its questions
+    await settled_topics(windows.stub, a, b)
+
+    deleted = await b.call("deleteThread", {"threadId": "zebrafish"})
+
+    assert deleted == {"threadId": "zebrafish", "deletedMessages": 30}
+    await a.wait_for("topicForest/threadsChanged", lambda p: p["threadId"] is None, timeout=10)
+    assert [t["threadId"] for t in (await a.call("listThreads"))["threads"]] == ["keep"]
+    topics = await settled_topics(windows.stub, a, b)  # both windows agree again
+    for topic in topics:
+        assert "zebrafish" not in f"{topic['title']} {topic['summary']} {topic['files']}"
+        preview = await a.call("previewTopic", {"topicId": topic["id"]})
+        assert {m["threadId"] for m in preview["messages"]} == {"keep"}
+    rendered = await a.call("renderContext", {"query": "zebrafish", "threadId": "keep"})
+    assert "zebrafish" not in "\n".join(m["content"] for m in rendered["messages"])

@@ -41,15 +41,29 @@ export function chatHtml(o: ChatHtmlOptions): string {
 </head>
 <body>
 <header class="toolbar">
-  <span id="status" class="status" aria-live="polite"></span>
-  <button id="new-thread" class="icon-button" type="button" title="New thread">New thread</button>
+  <button id="threads" class="thread-button" type="button" title="Threads: switch, rename, delete" aria-label="Threads">
+    <span id="thread-title" class="thread-title">New thread</span><span aria-hidden="true"> ▾</span>
+  </button>
+  <select id="model" title="Chat model" aria-label="Chat model" hidden></select>
+  <button id="new-thread" class="icon-button" type="button" title="New thread (the old one stays in the thread list)" aria-label="New thread">+</button>
 </header>
-<main id="log" class="log" role="log" aria-live="polite" aria-label="Conversation"></main>
+<main id="log" class="log" role="log" aria-live="polite" aria-relevant="additions text" aria-label="Conversation" tabindex="0">
+</main>
+<section id="welcome" class="welcome" aria-label="Getting started">
+  <p>Topic Forest is a chat about your code that remembers by topic.</p>
+  <p>Older messages are grouped into topics you can see, drop, pin and expand in the Topics view.</p>
+  <p>Attach code with <kbd>@</kbd> (files, @selection, @problems) or "Add Selection to Chat".</p>
+  <div id="setup" class="setup"></div>
+</section>
+<div id="notice" class="notice" role="status" hidden></div>
 <form id="composer" class="composer">
-  <textarea id="input" rows="3" placeholder="Ask about your code (Enter to send, Shift+Enter for a new line)" aria-label="Message"></textarea>
+  <ul id="chips" class="chips" aria-label="Attachments"></ul>
+  <ul id="mentions" class="mentions" role="listbox" aria-label="Attach" hidden></ul>
+  <textarea id="input" rows="3" placeholder="Ask about your code (@ attaches a file; Enter sends, Shift+Enter for a new line)" aria-label="Message" aria-autocomplete="list" aria-controls="mentions"></textarea>
   <div class="composer-buttons">
+    <span id="status" class="status" aria-live="polite"></span>
     <button id="send" type="submit" disabled>Send</button>
-    <button id="stop" type="button" hidden>Stop</button>
+    <button id="stop" type="button" hidden title="Stop (Escape)">Stop</button>
   </div>
 </form>
 <script nonce="${escapeAttr(o.nonce)}" src="${escapeAttr(o.scriptUri)}"></script>

@@ -111,4 +111,5 @@ export const ERROR_ACTION_COMMANDS = {
   openSettings: 'topicForest.openSettings',
   showLog: 'topicForest.showLog',
   restartServer: 'topicForest.restartServer',
+  configureModel: 'topicForest.configureModel',
 } as const;

@@ -14,5 +14,7 @@ export interface Connection {
   onNotification<N extends NotificationMethod>(
     method: N, handler: (params: Notifications[N]) => void): Disposable;
   readonly state: ServerState;
+  /** why the last start failed, while the server is not running */
+  readonly failure?: string;
   readonly onDidChangeState: Event<ServerState>;
 }

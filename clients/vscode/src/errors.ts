@@ -1,7 +1,7 @@
 // Turns a failed request into a message plus what the user can do about it.
 import { ErrorCodes } from './protocol';
 
-export type ErrorAction = 'openSettings' | 'showLog' | 'restartServer';
+export type ErrorAction = 'openSettings' | 'showLog' | 'restartServer' | 'configureModel';
 
 export interface ErrorView {
   code: number | null;
@@ -13,6 +13,7 @@ export interface ErrorView {
 const SETTINGS = { id: 'openSettings', label: 'Open Settings' } as const;
 const LOG = { id: 'showLog', label: 'Show Log' } as const;
 const RESTART = { id: 'restartServer', label: 'Restart Server' } as const;
+const MODEL = { id: 'configureModel', label: 'Configure Model' } as const;
 
 export function errorCode(error: unknown): number | null {
   if (typeof error === 'object' && error !== null && 'code' in error) {
@@ -30,6 +31,23 @@ export function errorMessage(error: unknown): string {
   return String(error);
 }
 
+/** The request never reached a running server. */
+export class ServerNotRunningError extends Error {
+  constructor() {
+    super('The Topic Forest server is not running.');
+    this.name = 'ServerNotRunningError';
+  }
+}
+
+// vscode-jsonrpc's codes for a connection that closed (or could not write) under a request
+const CONNECTION_LOST = new Set([-32099, -32097, -32096]);
+
+/** The server went away under the request (a restart, a crash) or was not there. */
+export function isConnectionLost(error: unknown): boolean {
+  const code = errorCode(error);
+  return error instanceof ServerNotRunningError || (code !== null && CONNECTION_LOST.has(code));
+}
+
 export function isCancellation(error: unknown): boolean {
   return errorCode(error) === ErrorCodes.RequestCancelled || (error instanceof Error &&
     error.name === 'Canceled');
@@ -39,12 +57,8 @@ type Advice = Pick<ErrorView, 'hint' | 'actions'>;
 
 // What the user can do, per JSON-RPC error code the server sends.
 const ADVICE: Partial<Record<number, Advice>> = {
-  [ErrorCodes.ChatModelNotConfigured]: {
-    hint: 'Set "topicForest.chatModel" to a litellm model string (for example "gpt-4o-mini", ' +
-      '"ollama/llama3", or "openai/<name>" together with "topicForest.apiBase"), and put the ' +
-      "provider's API key in the environment VS Code starts from (e.g. OPENAI_API_KEY).",
-    actions: [SETTINGS],
-  },
+  // The server's message already says how to set a model (as markdown): no second copy here.
+  [ErrorCodes.ChatModelNotConfigured]: { hint: '', actions: [MODEL] },
   [ErrorCodes.ProviderError]: {
     hint: 'The model provider failed. Check "topicForest.chatModel" and "topicForest.apiBase", ' +
       'that the API key is set in the environment, and that the provider is reachable.',

@@ -1,11 +1,13 @@
 // Wires the server, the chat view, the topic tree, commands and the status bar together.
 import * as vscode from 'vscode';
 import { ChatController, ChatViewProvider } from './chatView';
+import { CodeBlockActions, EditorTracker, PROPOSAL_SCHEME, ProposalProvider } from './codeBlocks';
 import { TopicCommands } from './commands';
 import { CONTEXT_SCHEME, ContextViewProvider } from './contextView';
 import { findBundle, ManagedEnvironment } from './environment';
 import { PREVIEW_SCHEME, PreviewProvider } from './preview';
 import { languageClientFactory } from './languageClient';
+import { modelChoices } from './models';
 import { ServerManager } from './server';
 import { BudgetStatus } from './statusBar';
 import { TopicTreeProvider } from './topicTree';
@@ -29,9 +31,17 @@ export function activate(context: vscode.ExtensionContext): void {
   const topicsView = new TopicsViewState(view, status);
   const preview = new PreviewProvider(server);
   const contextView = new ContextViewProvider(server);
-  const chat = new ChatController(server, context.workspaceState, () => tree.refresh());
-  const chatModel = () => vscode.workspace.getConfiguration('topicForest').get<string>('chatModel');
-  topicsView.chatModel(chatModel());
+  const editors = new EditorTracker();
+  const proposals = new ProposalProvider();
+  const editor = () => editors.editor;
+  const chat = new ChatController(server, context.workspaceState, () => tree.refresh(),
+    { editor, codeBlocks: new CodeBlockActions(proposals, editor) });
+  const focusChat = async (): Promise<void> => {
+    await vscode.commands.executeCommand('topicForest.chat.focus');
+    chat.focusInput();
+  };
+  const hasModel = () => modelChoices(vscode.workspace.getConfiguration('topicForest')).length > 0;
+  topicsView.hasModel(hasModel());
 
   tree.onDidLoad((result) => {
     topicsView.loaded(result);
@@ -45,13 +55,14 @@ export function activate(context: vscode.ExtensionContext): void {
   });
 
   context.subscriptions.push(
-    log, server, tree, view, status, chat,
+    log, server, tree, view, status, chat, editors,
     vscode.window.registerWebviewViewProvider('topicForest.chat', new ChatViewProvider(
       context.extensionUri, chat), { webviewOptions: { retainContextWhenHidden: true } }),
     vscode.workspace.registerTextDocumentContentProvider(PREVIEW_SCHEME, preview),
     contextView,
     vscode.workspace.registerTextDocumentContentProvider(CONTEXT_SCHEME, contextView),
     vscode.commands.registerCommand('topicForest.showContext', () => contextView.show(chat.threadId)),
+    vscode.workspace.registerTextDocumentContentProvider(PROPOSAL_SCHEME, proposals),
     server.onNotification('topicForest/topicsChanged', () => {
       tree.refresh();
       preview.refreshOpen();
@@ -64,13 +75,29 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand('topicForest.showLog', () => log.show()),
     vscode.commands.registerCommand('topicForest.openSettings', () =>
       vscode.commands.executeCommand('workbench.action.openSettings', '@ext:topicforest.topic-forest')),
-    vscode.commands.registerCommand('topicForest.newThread', async () => {
-      await chat.newThread();
-      tree.refresh(0); // the budget and marks are the new thread's
+    vscode.commands.registerCommand('topicForest.newThread', () => chat.newThread()),
+    vscode.commands.registerCommand('topicForest.chatThreads', () => chat.threads.show()),
+    vscode.commands.registerCommand('topicForest.focusChat', focusChat),
+    vscode.commands.registerCommand('topicForest.askTopicForest', async () => {
+      chat.pending.addSelection();
+      await focusChat();
     }),
+    vscode.commands.registerCommand('topicForest.addSelectionToChat', async () => {
+      if (!chat.pending.addSelection()) {
+        void vscode.window.showInformationMessage('Topic Forest: select some code first (or it is attached already).');
+        return;
+      }
+      await focusChat();
+    }),
+    vscode.commands.registerCommand('topicForest.configureModel', () =>
+      vscode.commands.executeCommand('workbench.action.openSettings', 'topicForest.chatModel')),
     vscode.workspace.onDidChangeConfiguration((event) => {
-      void server?.configurationChanged(event);
-      if (event.affectsConfiguration('topicForest.chatModel')) topicsView.chatModel(chatModel());
+      if (event.affectsConfiguration('topicForest.chatModel') ||
+        event.affectsConfiguration('topicForest.models')) {
+        chat.configurationChanged();
+        topicsView.hasModel(hasModel());
+      }
+      return server?.configurationChanged(event);
     }),
     vscode.window.onDidChangeActiveTextEditor((editor) => {
       const uri = editor?.document.uri;

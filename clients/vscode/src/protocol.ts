@@ -27,14 +27,46 @@ export interface Topic {
 
 export type Role = 'user' | 'assistant';
 
+export type AttachmentKind = 'file' | 'selection' | 'problems';
+
+/** Lines, 0-based and inclusive. */
+export interface LineRange {
+  startLine: number;
+  endLine: number;
+}
+
+/** Editor code sent with one chat turn (`text`: what the editor has, unsaved edits included). */
+export interface Attachment {
+  kind: AttachmentKind;
+  path: string;
+  range?: LineRange | null;
+  language?: string | null;
+  text: string;
+}
+
+/** What the server kept of an attachment: the chip on a sent message. */
+export interface AttachmentRef {
+  kind: AttachmentKind;
+  path: string;
+  range: LineRange | null;
+  language: string | null;
+  sha256: string;
+  /** Tokens the request carried for it (within attachmentBudget). */
+  tokens: number;
+  /** Cut to fit, with a marker line naming the lines not sent. */
+  truncated: boolean;
+}
+
 export interface Message {
   id: number;
   threadId: string;
   role: Role;
+  /** The user's own text (reference lines become `attachments`). */
   content: string;
   timestamp: number;
   tokens: number;
   cancelled: boolean;
+  attachments: AttachmentRef[];
 }
 
 export interface ContextTopic {
@@ -48,6 +80,12 @@ export interface ChatParams {
   turnId: string;
   message: string;
   activeFile?: string;
+  /** At most 20; sent with this turn only. */
+  attachments?: Attachment[];
+  /** This turn's chat model (overrides topicForest.chatModel). */
+  model?: string;
+  /** The thread's last user message id: answer it again (nothing new stored but the reply). */
+  retryOf?: number;
 }
 
 export interface ChatResult {
@@ -60,6 +98,9 @@ export interface ChatResult {
   /** null when the turn was cancelled before any reply text. */
   replyMessageId: number | null;
   context: { tokens: number; budget: number; topics: ContextTopic[] };
+  attachments: AttachmentRef[];
+  /** The model that answered. */
+  model: string;
 }
 
 export interface ChatDelta {
@@ -120,6 +161,23 @@ export interface ThreadInfo {
   title: string;
 }
 
+export interface RenameThreadParams {
+  threadId: string;
+  /** 1-200 characters. */
+  title: string;
+}
+
+export interface DeleteThreadResult {
+  threadId: string;
+  deletedMessages: number;
+}
+
+export interface ThreadsChanged {
+  workspaceUri: string;
+  /** null: another window changed threads (list them again). */
+  threadId: string | null;
+}
+
 export interface TopicsChanged {
   workspaceUri: string;
   reason: string;
@@ -166,6 +224,8 @@ export interface Requests {
   'topicForest/renderContext': [RenderContextParams, RenderContextResult];
   'topicForest/listThreads': [Record<string, never>, { threads: ThreadInfo[] }];
   'topicForest/threadHistory': [ThreadHistoryParams, ThreadHistoryResult];
+  'topicForest/renameThread': [RenameThreadParams, { thread: ThreadInfo }];
+  'topicForest/deleteThread': [{ threadId: string }, DeleteThreadResult];
 }
 
 /** Notifications the client sends. */
@@ -177,6 +237,7 @@ export interface ClientNotifications {
 export interface Notifications {
   'topicForest/chatDelta': ChatDelta;
   'topicForest/topicsChanged': TopicsChanged;
+  'topicForest/threadsChanged': ThreadsChanged;
 }
 
 export type RequestMethod = keyof Requests;
@@ -187,10 +248,13 @@ export type ResultOf<M extends RequestMethod> = Requests[M][1];
 /** The methods this client calls, with the params/result fields it relies on (contract test). */
 export const REQUESTS = {
   'topicForest/chat': {
-    params: ['threadId', 'turnId', 'message', 'activeFile'],
-    result: ['reply', 'cancelled', 'turnId', 'threadId'],
+    params: ['threadId', 'turnId', 'message', 'activeFile', 'attachments', 'model', 'retryOf'],
+    result: ['reply', 'cancelled', 'turnId', 'threadId', 'attachments', 'model'],
   },
-  'topicForest/listTopics': { params: [], result: ['topics', 'budget', 'used'] },
+  'topicForest/listTopics': {
+    params: ['threadId'],
+    result: ['topics', 'budget', 'used', 'threadId', 'rendered', 'omittedTopics'],
+  },
   'topicForest/previewTopic': { params: ['topicId'], result: ['topic', 'messages'] },
   'topicForest/expandTopic': { params: ['topicId'], result: ['topic', 'messages'] },
   'topicForest/collapseTopic': { params: ['topicId'], result: ['topic'] },
@@ -204,11 +268,14 @@ export const REQUESTS = {
   },
   'topicForest/listThreads': { params: [], result: ['threads'] },
   'topicForest/threadHistory': { params: ['threadId', 'limit'], result: ['threadId', 'messages'] },
+  'topicForest/renameThread': { params: ['threadId', 'title'], result: ['thread'] },
+  'topicForest/deleteThread': { params: ['threadId'], result: ['threadId', 'deletedMessages'] },
 } as const satisfies Record<RequestMethod, { params: readonly string[]; result: readonly string[] }>;
 
 export const NOTIFICATIONS = {
   'topicForest/chatDelta': ['threadId', 'turnId', 'index', 'delta'],
   'topicForest/topicsChanged': ['workspaceUri', 'reason', 'topicIds'],
+  'topicForest/threadsChanged': ['workspaceUri', 'threadId'],
 } as const satisfies Record<NotificationMethod, readonly string[]>;
 
 export const CLIENT_NOTIFICATIONS = {
@@ -225,8 +292,22 @@ export const TOPIC_SHAPE = {
 
 export const MESSAGE_SHAPE = {
   id: 'integer', threadId: 'string', role: '"user"|"assistant"', content: 'string',
-  timestamp: 'number', tokens: 'integer', cancelled: 'boolean',
+  timestamp: 'number', tokens: 'integer', cancelled: 'boolean', attachments: 'AttachmentRef[]',
 } as const satisfies Record<keyof Message, string>;
+
+export const ATTACHMENT_SHAPE = {
+  kind: '"file"|"selection"|"problems"', path: 'string', range: 'LineRange|null',
+  language: 'string|null', text: 'string',
+} as const satisfies Record<keyof Attachment, string>;
+
+export const ATTACHMENT_REF_SHAPE = {
+  kind: '"file"|"selection"|"problems"', path: 'string', range: 'LineRange|null',
+  language: 'string|null', sha256: 'string', tokens: 'integer', truncated: 'boolean',
+} as const satisfies Record<keyof AttachmentRef, string>;
+
+export const THREAD_SHAPE = {
+  threadId: 'string', messageCount: 'integer', lastTime: 'number', title: 'string',
+} as const satisfies Record<keyof ThreadInfo, string>;
 
 export const SPEND_SHAPE = {
   calls: 'integer', inputTokens: 'integer', outputTokens: 'integer',

@@ -4,6 +4,7 @@
 import * as vscode from 'vscode';
 import type { Connection, ServerState } from './connection';
 import { SetupError, type SetupHost } from './environment';
+import { ServerNotRunningError } from './errors';
 import type {
   ClientNotifications, NotificationMethod, Notifications, ParamsOf, RequestMethod, ResultOf,
 } from './protocol';
@@ -73,6 +74,7 @@ export class ServerManager implements Connection, vscode.Disposable {
   private handlers: { method: string; handler: (params: unknown) => void }[] = [];
   private readonly stateEmitter = new vscode.EventEmitter<ServerState>();
   private current: ServerState = 'stopped';
+  private lastFailure: string | undefined;
   private starting: Promise<void> | undefined;
   private restarts: Promise<void> = Promise.resolve();
   readonly onDidChangeState = this.stateEmitter.event;
@@ -83,7 +85,13 @@ export class ServerManager implements Connection, vscode.Disposable {
     return this.current;
   }
 
+  /** Why the last start failed, while the server is not running. */
+  get failure(): string | undefined {
+    return this.current === 'running' ? undefined : this.lastFailure;
+  }
+
   private setState(state: ServerState): void {
+    if (state === 'starting') this.lastFailure = undefined;
     this.current = state;
     this.stateEmitter.fire(state);
   }
@@ -188,6 +196,7 @@ export class ServerManager implements Connection, vscode.Disposable {
 
   private fail(problem: StartProblem): void {
     this.log.error(problem.message);
+    this.lastFailure = problem.message;
     this.setState('failed');
     void this.offerFix(problem);
   }
@@ -232,7 +241,7 @@ export class ServerManager implements Connection, vscode.Disposable {
     method: M, params: ParamsOf<M>, token?: vscode.CancellationToken): Promise<ResultOf<M>> {
     if (this.starting) await this.starting;
     const client = this.client;
-    if (!client?.isRunning()) throw new Error('The Topic Forest server is not running.');
+    if (!client?.isRunning()) throw new ServerNotRunningError();
     return await client.sendRequest(method, params, token) as ResultOf<M>;
   }
 

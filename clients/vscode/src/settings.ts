@@ -12,14 +12,15 @@ export interface ServerSettings {
   summaryModels: string[];
   apiBase: string | null;
   historyBudget: number | 'auto';
+  attachmentBudget: number;
   mergeThreshold: number;
   maxTopics: number;
   storePath: string | null;
 }
 
 export const SERVER_SETTING_KEYS = [
-  'chatModel', 'summaryModels', 'apiBase', 'historyBudget', 'mergeThreshold', 'maxTopics',
-  'storePath',
+  'chatModel', 'summaryModels', 'apiBase', 'historyBudget', 'attachmentBudget', 'mergeThreshold',
+  'maxTopics', 'storePath',
 ] as const satisfies readonly (keyof ServerSettings)[];
 
 const optionalString = (value: unknown): string | null =>
@@ -38,6 +39,7 @@ export function serverSettings(config: ConfigReader): ServerSettings {
     historyBudget:
       typeof budget === 'number' ? budget : budget === undefined || budget === 'auto' ? 'auto'
         : Number.isFinite(Number(budget)) ? Number(budget) : 'auto',
+    attachmentBudget: config.get<number>('attachmentBudget') ?? 4096,
     mergeThreshold: config.get<number>('mergeThreshold') ?? 0.15,
     maxTopics: config.get<number>('maxTopics') ?? 12,
     storePath: optionalString(config.get('storePath')),

@@ -10,7 +10,7 @@ import { budgetDescription } from './topicTree';
 /** Context keys read by the viewsWelcome `when` clauses. */
 export const CONTEXT_KEYS = {
   server: 'topicForest.server',           // ServerState
-  noChatModel: 'topicForest.noChatModel', // topicForest.chatModel is empty
+  noChatModel: 'topicForest.noChatModel', // neither topicForest.chatModel nor topicForest.models names one
 } as const;
 
 export function setContext(key: string, value: unknown): void {
@@ -40,7 +40,8 @@ export class TopicsViewState {
     setContext(CONTEXT_KEYS.server, state);
   }
 
-  chatModel(model: string | undefined): void {
-    setContext(CONTEXT_KEYS.noChatModel, !model?.trim());
+  /** Whether the chat has a model to pick (models.ts `modelChoices`). */
+  hasModel(any: boolean): void {
+    setContext(CONTEXT_KEYS.noChatModel, !any);
   }
 }

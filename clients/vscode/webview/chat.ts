@@ -1,9 +1,10 @@
-// The chat page inside the webview. Model output is rendered with markdown-it (raw HTML off,
-// images off) and then sanitized with DOMPurify; the CSP allows only our nonce'd script anyway.
-import DOMPurify from 'dompurify';
-import MarkdownIt from 'markdown-it';
-import type { FromWebview, ToWebview } from '../src/chatMessages';
+// The chat page inside the webview. Model output goes through markdown.ts (markdown-it, no raw
+// HTML, no images, highlight.js, DOMPurify); everything else is set as text. The CSP allows only
+// our nonce'd script; every handler is attached here, none inline.
+import type { Chip, ErrorButton, FromWebview, MentionItem, ToWebview } from '../src/chatMessages';
+import { blockTarget } from '../src/codeTarget';
 import type { Message } from '../src/protocol';
+import { isSafeUrl, renderMarkdown } from './markdown';
 
 interface VsCodeApi {
   postMessage(message: FromWebview): void;
@@ -13,25 +14,6 @@ interface VsCodeApi {
 declare function acquireVsCodeApi(): VsCodeApi;
 
 const vscode = acquireVsCodeApi();
-const md = new MarkdownIt({ html: false, linkify: true, breaks: false });
-md.disable('image'); // no remote loads from model output (tracking pixels, exfiltration)
-
-const SAFE_URL = /^(https?:|mailto:|#)/i;
-DOMPurify.addHook('afterSanitizeAttributes', (node) => {
-  if (node.tagName === 'A') {
-    const href = node.getAttribute('href') ?? '';
-    if (!SAFE_URL.test(href)) node.removeAttribute('href');
-    node.setAttribute('rel', 'noopener noreferrer');
-  }
-});
-
-export function renderMarkdown(text: string): DocumentFragment {
-  return DOMPurify.sanitize(md.render(text), {
-    RETURN_DOM_FRAGMENT: true,
-    FORBID_TAGS: ['style', 'form', 'input', 'button', 'textarea', 'select', 'iframe', 'img'],
-    FORBID_ATTR: ['style'],
-  });
-}
 
 function $<T extends HTMLElement>(id: string, type: new () => T): T {
   const element = document.getElementById(id);
@@ -43,6 +25,13 @@ const input = $('input', HTMLTextAreaElement);
 const sendButton = $('send', HTMLButtonElement);
 const stopButton = $('stop', HTMLButtonElement);
 const status = $('status', HTMLElement);
+const chips = $('chips', HTMLUListElement);
+const mentions = $('mentions', HTMLUListElement);
+const welcome = $('welcome', HTMLElement);
+const setup = $('setup', HTMLElement);
+const notice = $('notice', HTMLElement);
+const modelSelect = $('model', HTMLSelectElement);
+const threadTitle = $('thread-title', HTMLElement);
 
 interface Turn {
   id: string;
@@ -54,64 +43,177 @@ interface Turn {
   timer: number | undefined;
 }
 let turn: Turn | undefined;
+/** The raw text of each message bubble, for its Copy button. */
+const rawText = new WeakMap<HTMLElement, string>();
 
 function post(message: FromWebview): void {
   vscode.postMessage(message);
 }
 
-function addCopyButtons(root: HTMLElement): void {
-  for (const pre of Array.from(root.querySelectorAll('pre'))) {
-    const code = pre.querySelector('code');
-    const button = document.createElement('button');
-    button.type = 'button';
-    button.className = 'copy';
-    button.textContent = 'Copy';
-    button.title = 'Copy code';
-    button.addEventListener('click', () => {
-      post({ type: 'copy', text: (code ?? pre).textContent });
-      button.textContent = 'Copied';
-      setTimeout(() => (button.textContent = 'Copy'), 1500);
-    });
-    pre.classList.add('has-copy');
-    pre.prepend(button);
+function button(label: string, onClick: () => void, className = '', title = ''): HTMLButtonElement {
+  const b = document.createElement('button');
+  b.type = 'button';
+  b.textContent = label;
+  if (className) b.className = className;
+  if (title) b.title = title;
+  b.addEventListener('click', onClick);
+  return b;
+}
+
+function flash(b: HTMLButtonElement, text: string): void {
+  const label = b.textContent;
+  b.textContent = text;
+  setTimeout(() => (b.textContent = label), 1500);
+}
+
+// --- code blocks: a header bar (language, file, Copy / Insert / Apply) above each block ---
+
+function decorateCodeBlocks(root: HTMLElement): void {
+  for (const block of Array.from(root.querySelectorAll<HTMLElement>('.code-block'))) {
+    const code = block.querySelector('code')?.textContent ?? '';
+    const info = block.dataset.info ?? '';
+    const before = block.previousElementSibling?.textContent ?? '';
+    const target = blockTarget(info, before);
+    const header = document.createElement('div');
+    header.className = 'code-header';
+    const label = document.createElement('span');
+    label.className = 'code-label';
+    label.textContent = target ?? (/language-([\w+#-]+)/.exec(block.querySelector('code')?.className ?? '')?.[1] ?? '');
+    const actions = document.createElement('span');
+    actions.className = 'code-actions';
+    const copy = button('Copy', () => {
+      post({ type: 'copy', text: code });
+      flash(copy, 'Copied');
+    }, 'copy', 'Copy code');
+    actions.append(copy,
+      button('Insert', () => post({ type: 'insert', code }), 'insert', 'Insert at Cursor'),
+      button('Apply', () => post({ type: 'apply', code, ...(target ? { path: target } : {}) }), 'apply',
+        `Apply to ${target ?? 'the active editor\'s file'} (shows a diff first)`));
+    header.append(label, actions);
+    block.prepend(header);
   }
 }
 
 function renderInto(body: HTMLElement, text: string): void {
   body.replaceChildren(renderMarkdown(text));
-  addCopyButtons(body);
+  decorateCodeBlocks(body);
 }
+
+// --- messages ---
 
 function scrollToEnd(): void {
   log.scrollTop = log.scrollHeight;
 }
 
-function bubble(role: 'user' | 'assistant' | 'error', extraClass = ''): { element: HTMLElement; body: HTMLElement } {
+function updateWelcome(): void {
+  welcome.hidden = log.querySelector('.msg') !== null;
+}
+
+function chipLabel(chip: Chip): string {
+  const name = chip.path.slice(chip.path.lastIndexOf('/') + 1);
+  if (chip.kind === 'problems') return `problems: ${name}`;
+  const range = chip.range ? `:${chip.range.startLine + 1}-${chip.range.endLine + 1}` : '';
+  return `${name}${range}${chip.truncated ? ' (truncated)' : ''}`;
+}
+
+function chipList(list: Chip[], removable: boolean): HTMLUListElement {
+  const ul = document.createElement('ul');
+  ul.className = 'chips';
+  fillChips(ul, list, removable);
+  return ul;
+}
+
+function fillChips(ul: HTMLUListElement, list: Chip[], removable: boolean): void {
+  ul.replaceChildren(...list.map((chip) => {
+    const li = document.createElement('li');
+    li.className = `chip ${chip.kind}`;
+    li.title = chip.path;
+    const text = document.createElement('span');
+    text.textContent = chipLabel(chip);
+    li.append(text);
+    const id = chip.id;
+    if (removable && id) {
+      const remove = button('×', () => post({ type: 'detach', id }), 'chip-remove');
+      remove.setAttribute('aria-label', `Remove ${chipLabel(chip)}`);
+      li.append(remove);
+    }
+    return li;
+  }));
+  ul.hidden = list.length === 0;
+}
+
+type Role = 'user' | 'assistant' | 'error';
+
+function bubble(role: Role, extraClass = '', after?: Element): { element: HTMLElement; body: HTMLElement } {
   const element = document.createElement('article');
   element.className = `msg ${role} ${extraClass}`.trim();
-  const who = document.createElement('div');
+  const head = document.createElement('div');
+  head.className = 'msg-head';
+  const who = document.createElement('span');
   who.className = 'who';
   who.textContent = role === 'user' ? 'You' : role === 'assistant' ? 'Assistant' : 'Error';
+  const actions = document.createElement('span');
+  actions.className = 'msg-actions';
+  if (role !== 'error') {
+    const copy = button('Copy', () => {
+      post({ type: 'copy', text: rawText.get(element) ?? body.innerText });
+      flash(copy, 'Copied');
+    }, 'msg-copy', 'Copy message');
+    actions.append(copy);
+  }
+  head.append(who, actions);
   const body = document.createElement('div');
   body.className = 'body';
-  element.append(who, body);
-  log.append(element);
+  element.append(head, body);
+  if (after) after.after(element);
+  else log.append(element);
+  updateWelcome();
   return { element, body };
 }
 
-function showMessage(m: Pick<Message, 'role' | 'content' | 'cancelled'>): void {
-  const { element, body } = bubble(m.role);
-  if (m.role === 'user') body.textContent = m.content;
-  else renderInto(body, m.content);
+function showUser(text: string, attachments: Chip[], after?: Element): HTMLElement {
+  const { element, body } = bubble('user', '', after);
+  body.textContent = text;
+  rawText.set(element, text);
+  if (attachments.length) element.append(chipList(attachments, false));
+  return element;
+}
+
+function showMessage(m: Message): void {
+  if (m.role === 'user') {
+    showUser(m.content, m.attachments.map((a) => ({ kind: a.kind, path: a.path, range: a.range ?? null,
+      truncated: a.truncated })));
+    return;
+  }
+  const { element, body } = bubble('assistant');
+  rawText.set(element, m.content);
+  renderInto(body, m.content);
   if (m.cancelled) markStopped(element);
 }
 
 function markStopped(element: HTMLElement): void {
   element.classList.add('cancelled');
+  addNote(element, 'Stopped');
+}
+
+function addNote(element: HTMLElement, text: string, className = 'note'): HTMLElement {
   const note = document.createElement('div');
-  note.className = 'note';
-  note.textContent = 'Stopped';
+  note.className = className;
+  note.textContent = text;
   element.append(note);
+  return note;
+}
+
+const retryButton = (): HTMLButtonElement =>
+  button('Retry', () => post({ type: 'retry' }), 'retry', 'Ask the last question again');
+
+/** Retry sits on the last reply only (and on errors / interrupted replies, which carry their own). */
+function updateRetry(): void {
+  for (const b of Array.from(log.querySelectorAll('.msg.assistant .msg-actions .retry'))) b.remove();
+  const last = log.lastElementChild;
+  if (!turn && last instanceof HTMLElement && last.matches('.msg.assistant:not(.interrupted)')) {
+    last.querySelector('.msg-actions')?.append(retryButton());
+  }
 }
 
 function setBusy(busy: boolean): void {
@@ -139,39 +241,261 @@ function onDelta(turnId: string, index: number, delta: string): void {
   t.timer ??= window.setTimeout(() => flush(t), 30);
 }
 
-function endTurn(turnId: string, reply: string | undefined, cancelled: boolean): void {
+/** Ends the streaming turn; returns its bubble when it kept any text. */
+function endTurn(turnId: string, reply: string | undefined, cancelled: boolean): HTMLElement | undefined {
   const t = turn;
-  if (!t || t.id !== turnId) return;
+  if (!t || t.id !== turnId) return undefined;
   if (t.timer !== undefined) clearTimeout(t.timer);
   const text = reply || t.parts.join('');
-  if (text) renderInto(t.body, text);
-  else t.element.remove();
-  t.element.classList.remove('streaming');
-  if (cancelled && text) markStopped(t.element);
   turn = undefined;
   setBusy(false);
+  t.element.classList.remove('streaming');
+  if (!text) {
+    t.element.remove();
+    updateWelcome();
+    return undefined;
+  }
+  rawText.set(t.element, text);
+  renderInto(t.body, text);
+  if (cancelled) markStopped(t.element);
+  updateRetry();
+  scrollToEnd();
+  return t.element;
+}
+
+function startTurn(m: Extract<ToWebview, { type: 'turnStart' }>): void {
+  let anchor: Element | undefined;
+  if (m.resend) {
+    const queued = log.querySelector('.msg.user.queued');
+    if (queued) {
+      queued.classList.remove('queued');
+      queued.querySelector('.queued-note')?.remove();
+      anchor = queued;
+    } else {
+      const users = log.querySelectorAll('.msg.user');
+      anchor = users[users.length - 1];
+      while (anchor?.nextElementSibling) anchor.nextElementSibling.remove();
+    }
+  }
+  anchor ??= showUser(m.text, m.attachments);
+  const { element, body } = bubble('assistant', 'streaming', anchor);
+  turn = { id: m.turnId, element, body, parts: [], next: 0, pending: new Map(), timer: undefined };
+  setBusy(true);
+  updateRetry();
   scrollToEnd();
 }
 
-function showError(message: Extract<ToWebview, { type: 'error' }>): void {
-  if (message.turnId) endTurn(message.turnId, undefined, false);
-  const { body } = bubble('error');
-  const text = document.createElement('p');
+function actionButtons(actions: ErrorButton[]): HTMLButtonElement[] {
+  return actions.map((a) => button(a.label, () => post({ type: 'action', id: a.id })));
+}
+
+function showError(m: Extract<ToWebview, { type: 'error' }>): void {
+  if (m.turnId) endTurn(m.turnId, undefined, false);
+  const { element, body } = bubble('error');
+  const text = document.createElement('div');
   text.className = 'error-message';
-  text.textContent = message.message;
-  const hint = document.createElement('p');
-  hint.className = 'error-hint';
-  hint.textContent = message.hint;
-  body.append(text, hint);
-  for (const action of message.actions) {
-    const button = document.createElement('button');
-    button.type = 'button';
-    button.textContent = action.label;
-    button.addEventListener('click', () => post({ type: 'action', id: action.id }));
-    body.append(button);
+  text.append(renderMarkdown(m.message)); // the server's advice may carry `code`
+  body.append(text);
+  if (m.hint) {
+    const hint = document.createElement('p');
+    hint.className = 'error-hint';
+    hint.textContent = m.hint;
+    body.append(hint);
   }
+  const buttons = document.createElement('div');
+  buttons.className = 'buttons';
+  buttons.append(...actionButtons(m.actions));
+  if (m.retry) buttons.append(retryButton());
+  body.append(buttons);
+  rawText.set(element, m.message);
+  updateRetry();
   scrollToEnd();
 }
+
+/** Typed while the server was down (or it went away before answering): kept, marked, re-sent. */
+function showQueued(m: Extract<ToWebview, { type: 'queued' }>): void {
+  let element: Element | undefined;
+  if (m.turnId && turn?.id === m.turnId) {
+    endTurn(m.turnId, '', false);
+    const users = log.querySelectorAll('.msg.user');
+    element = users[users.length - 1];
+  }
+  element ??= showUser(m.text, m.attachments);
+  element.classList.add('queued');
+  element.querySelector('.queued-note')?.remove();
+  const note = document.createElement('div');
+  note.className = 'queued-note';
+  const text = document.createElement('p');
+  text.textContent = m.reason;
+  const buttons = document.createElement('div');
+  buttons.className = 'buttons';
+  buttons.append(...actionButtons(m.actions), button('Send now', () => post({ type: 'retry' }), 'retry'));
+  note.append(text, buttons);
+  element.append(note);
+  updateRetry();
+  scrollToEnd();
+}
+
+/** The server went away mid-reply: the partial reply stays, marked, with Retry. */
+function showInterrupted(m: Extract<ToWebview, { type: 'interrupted' }>): void {
+  let element = m.turnId ? endTurn(m.turnId, m.partial, false) : undefined;
+  if (!element) {
+    const last = log.lastElementChild;
+    const users = log.querySelectorAll('.msg.user');
+    if (users[users.length - 1] === undefined || rawText.get(users[users.length - 1] as HTMLElement) !== m.text) {
+      showUser(m.text, m.attachments);
+    } else if (last instanceof HTMLElement && last.matches('.msg.assistant')) {
+      last.remove(); // the stored partial: shown again below, marked
+    }
+    const shown = bubble('assistant');
+    element = shown.element;
+    rawText.set(element, m.partial);
+    renderInto(shown.body, m.partial);
+  }
+  element.classList.add('interrupted');
+  element.querySelector('.note')?.remove();
+  const note = addNote(element, m.reason);
+  note.append(' ', retryButton());
+  updateRetry();
+  scrollToEnd();
+}
+
+function showSetup(m: Extract<ToWebview, { type: 'setup' }>): void {
+  const steps: HTMLElement[] = [];
+  const step = (text: string, ...buttons: HTMLButtonElement[]): void => {
+    const p = document.createElement('p');
+    p.className = 'setup-step';
+    p.textContent = text;
+    if (buttons.length) p.append(' ', ...buttons);
+    steps.push(p);
+  };
+  if (m.server === 'starting') step('Starting the server…');
+  else if (m.server !== 'running') {
+    step(`The server is not running${m.reason ? `: ${m.reason}` : '.'}`,
+      ...actionButtons([{ id: 'restartServer', label: 'Restart Server' }, { id: 'showLog', label: 'Show Log' }]));
+  }
+  if (!m.model) {
+    step('No chat model is set (topics work without one).',
+      ...actionButtons([{ id: 'configureModel', label: 'Configure Model' }]));
+  }
+  setup.replaceChildren(...steps);
+}
+
+function showHeader(m: Extract<ToWebview, { type: 'header' }>): void {
+  threadTitle.textContent = m.title;
+  threadTitle.title = m.title;
+  modelSelect.replaceChildren(...m.models.map((name) => {
+    const option = document.createElement('option');
+    option.value = name;
+    option.textContent = name;
+    option.selected = name === m.model;
+    return option;
+  }));
+  modelSelect.hidden = m.models.length === 0;
+}
+
+function showNotice(text: string): void {
+  notice.textContent = text;
+  notice.hidden = false;
+  setTimeout(() => (notice.hidden = true), 8000);
+}
+
+// --- @ completion ---
+
+let mentionRequest = 0;
+let mentionItems: MentionItem[] = [];
+let mentionActive = 0;
+
+/** The `@word` being typed just before the caret, if any. */
+function mentionAtCaret(): { start: number; query: string } | undefined {
+  const before = input.value.slice(0, input.selectionStart);
+  const m = /(^|\s)@([\w./-]*)$/.exec(before);
+  return m ? { start: before.length - (m[2]?.length ?? 0) - 1, query: m[2] ?? '' } : undefined;
+}
+
+function closeMentions(): void {
+  mentions.hidden = true;
+  mentionItems = [];
+  input.removeAttribute('aria-activedescendant');
+}
+
+function mentionLabel(item: MentionItem): string {
+  return item.kind === 'file' ? item.path : `@${item.kind}`;
+}
+
+function showMentions(items: MentionItem[]): void {
+  mentionItems = items;
+  mentionActive = 0;
+  if (!items.length || !mentionAtCaret()) return closeMentions();
+  mentions.replaceChildren(...items.map((item, i) => {
+    const li = document.createElement('li');
+    li.id = `mention-${i}`;
+    li.setAttribute('role', 'option');
+    li.className = `mention ${item.kind}`;
+    const label = document.createElement('span');
+    label.textContent = mentionLabel(item);
+    li.append(label);
+    if (item.kind !== 'file') {
+      const detail = document.createElement('span');
+      detail.className = 'detail';
+      detail.textContent = item.detail;
+      li.append(detail);
+    }
+    li.addEventListener('mousedown', (event) => {
+      event.preventDefault(); // keep the caret in the input
+      pickMention(i);
+    });
+    return li;
+  }));
+  mentions.hidden = false;
+  markActive();
+}
+
+function markActive(): void {
+  mentions.querySelectorAll('li').forEach((li, i) => li.setAttribute('aria-selected', String(i === mentionActive)));
+  input.setAttribute('aria-activedescendant', `mention-${mentionActive}`);
+  mentions.querySelector(`#mention-${mentionActive}`)?.scrollIntoView({ block: 'nearest' });
+}
+
+function pickMention(index: number): void {
+  const item = mentionItems[index];
+  const at = mentionAtCaret();
+  if (!item || !at) return closeMentions();
+  const end = input.selectionStart;
+  input.value = input.value.slice(0, at.start) + input.value.slice(end);
+  input.selectionStart = input.selectionEnd = at.start;
+  post({ type: 'attach', item });
+  saveDraft();
+  closeMentions();
+}
+
+function updateMentions(): void {
+  const at = mentionAtCaret();
+  if (!at) return closeMentions();
+  mentionRequest += 1;
+  post({ type: 'mention', requestId: mentionRequest, query: at.query });
+}
+
+/** true when the key was the popup's. */
+function mentionKey(event: KeyboardEvent): boolean {
+  if (mentions.hidden || !mentionItems.length) return false;
+  const n = mentionItems.length;
+  if (event.key === 'ArrowDown' || event.key === 'ArrowUp') {
+    mentionActive = (mentionActive + (event.key === 'ArrowDown' ? 1 : n - 1)) % n;
+    markActive();
+  } else if (event.key === 'Enter' || event.key === 'Tab') {
+    pickMention(mentionActive);
+  } else if (event.key === 'Escape') {
+    closeMentions();
+  } else {
+    return false;
+  }
+  event.preventDefault();
+  event.stopPropagation();
+  return true;
+}
+
+// --- messages from the extension ---
 
 window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
   const m = event.data;
@@ -181,16 +505,13 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
       setBusy(false);
       log.replaceChildren();
       m.messages.forEach(showMessage);
+      updateRetry();
+      updateWelcome();
       scrollToEnd();
       break;
-    case 'turnStart': {
-      showMessage({ role: 'user', content: m.text, cancelled: false });
-      const { element, body } = bubble('assistant', 'streaming');
-      turn = { id: m.turnId, element, body, parts: [], next: 0, pending: new Map(), timer: undefined };
-      setBusy(true);
-      scrollToEnd();
+    case 'turnStart':
+      startTurn(m);
       break;
-    }
     case 'delta':
       onDelta(m.turnId, m.index, m.delta);
       break;
@@ -200,18 +521,49 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
     case 'error':
       showError(m);
       break;
+    case 'queued':
+      showQueued(m);
+      break;
+    case 'interrupted':
+      showInterrupted(m);
+      break;
     case 'status':
       status.textContent = m.text;
       break;
+    case 'pending':
+      fillChips(chips, m.attachments, true);
+      break;
+    case 'mentions':
+      if (m.requestId === mentionRequest) showMentions(m.items);
+      break;
+    case 'header':
+      showHeader(m);
+      break;
+    case 'setup':
+      showSetup(m);
+      break;
+    case 'notice':
+      showNotice(m.text);
+      break;
+    case 'focusInput':
+      input.focus();
+      break;
   }
 });
+
+// --- what the user does ---
+
+function saveDraft(): void {
+  vscode.setState({ draft: input.value });
+}
 
 function send(): void {
   const text = input.value.trim();
   if (!text || turn) return;
   post({ type: 'send', text });
   input.value = '';
-  vscode.setState({ draft: '' });
+  closeMentions();
+  saveDraft();
 }
 
 $('composer', HTMLFormElement).addEventListener('submit', (event) => {
@@ -219,27 +571,44 @@ $('composer', HTMLFormElement).addEventListener('submit', (event) => {
   send();
 });
 input.addEventListener('keydown', (event) => {
+  if (mentionKey(event)) return;
   if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
     event.preventDefault();
     send();
-  } else if (event.key === 'Escape' && turn) {
+  }
+});
+input.addEventListener('input', () => {
+  saveDraft();
+  updateMentions();
+});
+input.addEventListener('blur', () => setTimeout(closeMentions, 150));
+// Escape stops a reply from anywhere in the view (the @ list takes it first when open).
+document.addEventListener('keydown', (event) => {
+  if (event.key === 'Escape' && turn) {
+    event.preventDefault();
     post({ type: 'stop' });
   }
 });
-input.addEventListener('input', () => vscode.setState({ draft: input.value }));
 stopButton.addEventListener('click', () => post({ type: 'stop' }));
 $('new-thread', HTMLButtonElement).addEventListener('click', () => post({ type: 'newThread' }));
+$('threads', HTMLButtonElement).addEventListener('click', () => post({ type: 'threads' }));
+modelSelect.addEventListener('change', () => post({ type: 'pickModel', model: modelSelect.value }));
 // Links open through the extension (http/https/mailto only); the webview never navigates.
 log.addEventListener('click', (event) => {
   const link = (event.target as HTMLElement).closest('a');
   if (!link) return;
   event.preventDefault();
   const href = link.getAttribute('href');
-  if (href && SAFE_URL.test(href) && !href.startsWith('#')) post({ type: 'openLink', href });
+  if (href && isSafeUrl(href) && !href.startsWith('#')) post({ type: 'openLink', href });
+});
+// The view got the focus (its "focus" command, a click on its title): the caret goes to the input.
+window.addEventListener('focus', () => {
+  if (document.activeElement === document.body || document.activeElement === null) input.focus();
 });
 
 const saved = vscode.getState() as { draft?: string } | undefined;
 if (saved?.draft) input.value = saved.draft;
+updateWelcome();
 input.focus();
 sendButton.disabled = false; // the page's HTML keeps it off until this script handles sending
 post({ type: 'ready' });

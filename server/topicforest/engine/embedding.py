@@ -43,6 +43,7 @@ _PART_SPLIT = re.compile(r"[/._:$@~-]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _JOINS_DOT = re.compile(r"[\w./~-]")  # a dot after one of these is not a dotfile's
+_JOINS_SLASH = re.compile(r"[\w.~-]")  # a slash after one of these is not a root's (./src)
 
 
 @dataclass(slots=True)
@@ -88,8 +89,9 @@ def split_parts(chunk: str) -> list[str]:
     return parts
 
 
-def extract(text: str) -> Features:
-    """Tokenize `text` the code-aware way."""
+def extract(text: str, root: str | None = None) -> Features:
+    """Tokenize `text` the code-aware way. Absolute paths keep their slash; those under the
+    folder `root` (the workspace, when known) are named relative to it, as a developer does."""
     terms: Counter[str] = Counter()
     files: list[str] = []
     symbols: list[str] = []
@@ -100,7 +102,8 @@ def extract(text: str) -> Features:
         lower = chunk.lower()
         code_like = not chunk.isalpha() or not (chunk.islower() or chunk.istitle())
         if is_file_path(chunk):
-            files.append(_dotted(text, match.start(), chunk))
+            path = _rooted(text, match.start(), _dotted(text, match.start(), chunk))
+            files.append(_relative(path, root))
         elif is_symbol(chunk):
             symbols.append(chunk)
         if code_like:
@@ -120,6 +123,20 @@ def _dotted(text: str, start: int, path: str) -> str:
     when the text has one right before it and nothing joined to that dot."""
     if start and text[start - 1] == "." and (start == 1 or not _JOINS_DOT.match(text[start - 2])):
         return "." + path
+    return path
+
+
+def _rooted(text: str, start: int, path: str) -> str:
+    """`path` with the leading slash the chunk pattern leaves out (`/usr/lib/x.py` in a pasted
+    traceback), when the text has one right before it that is not part of `./` or `a/`."""
+    if start and text[start - 1] == "/" and (start == 1 or not _JOINS_SLASH.match(text[start - 2])):
+        return "/" + path
+    return path
+
+
+def _relative(path: str, root: str | None) -> str:
+    if root and path.startswith(root) and path[len(root) : len(root) + 1] == "/":
+        return path[len(root) + 1 :] or path
     return path
 
 
@@ -152,8 +169,9 @@ class Embedder:
     # in message 3 would otherwise keep the IDF of a 3-document corpus until message 256).
     REFRESH_EVERY = 16
 
-    def __init__(self, max_vocabulary: int = 50_000) -> None:
+    def __init__(self, max_vocabulary: int = 50_000, root: str | None = None) -> None:
         self.max_vocabulary = max_vocabulary
+        self.root = root.rstrip("/") if root else None  # the workspace folder, if known
         self.df: dict[str, int] = {}
         self.n_docs = 0
         self.epoch = 0
@@ -167,7 +185,7 @@ class Embedder:
 
     def embed(self, text: str) -> Features:
         """Features of a message that joins the corpus; updates document frequencies."""
-        features = extract(text)
+        features = extract(text, self.root)
         self.n_docs += 1
         df = self.df
         for term in features.terms:
@@ -184,6 +202,26 @@ class Embedder:
                 if term not in self._idf:
                     self._idf[term] = self._idf_value(df[term])
         return features
+
+    def features(self, text: str) -> Features:
+        """What `embed` gives a message already in the corpus (known terms only); no change."""
+        features = extract(text, self.root)
+        features.terms = Counter({t: c for t, c in features.terms.items() if t in self.df})
+        return features
+
+    def forget(self, documents: list[Counter[str]]) -> None:
+        """Take documents (their full term counts, as `extract` gives) out of the corpus, then
+        reweigh every term: deleting a thread is rare, and its terms may now be unseen."""
+        df = self.df
+        for terms in documents:
+            self.n_docs = max(0, self.n_docs - 1)
+            for term in terms:
+                left = df.get(term, 0) - 1
+                if left > 0:
+                    df[term] = left
+                else:
+                    df.pop(term, None)
+        self._new_epoch()
 
     def embed_query(self, text: str) -> Counter[str]:
         """Vector for a query; never changes the vocabulary."""

@@ -115,6 +115,35 @@ class Forest:
         self._flat.add(new_root)
         return new_root
 
+    def remove(self, items: set[int]) -> dict[int, int | None]:
+        """Take `items` out of the forest (their thread was deleted); returns, per topic that
+        lost members, its id now: the same, the oldest remaining member's when the topic's own
+        message went (it keeps its place in the order and its flags), or None when it emptied."""
+        by_root: dict[int, set[int]] = {}
+        for item in items:
+            if item in self._parent:
+                by_root.setdefault(self.find(item), set()).add(item)
+        renamed: dict[int, int | None] = {}
+        for root, gone in by_root.items():
+            self._flatten(root)
+            info = self._roots[root]
+            info.members = [m for m in info.members if m not in gone]
+            info.version += 1
+            for member in gone:
+                del self._parent[member]
+            new: int | None = root
+            if root in gone:
+                del self._roots[root]
+                self._flat.discard(root)
+                new = min(info.members) if info.members else None
+                if new is not None:
+                    self._roots[new] = info
+                    for member in info.members:
+                        self._parent[member] = new
+                    self._flat.add(new)
+            renamed[root] = new
+        return renamed
+
     def _flatten(self, root: int) -> None:
         """Point every member straight at its root, so moving one never reroutes the others."""
         if root in self._flat:

@@ -64,6 +64,7 @@ class MessageLog(Protocol):
     def add(self, message: Message) -> None: ...
     def get(self, message_id: int) -> Message: ...
     def get_many(self, message_ids: Iterable[int]) -> list[Message]: ...
+    def remove(self, message_ids: Iterable[int]) -> None: ...
     def __len__(self) -> int: ...
 
 
@@ -72,12 +73,18 @@ class InMemoryMessageLog:
 
     def __init__(self) -> None:
         self._messages: dict[int, Message] = {}
+        self._next = 1  # ids are never reused, even after a deletion
 
     def next_id(self) -> int:
-        return len(self._messages) + 1
+        return self._next
 
     def add(self, message: Message) -> None:
         self._messages[message.id] = message
+        self._next = max(self._next, message.id + 1)
+
+    def remove(self, message_ids: Iterable[int]) -> None:
+        for message_id in message_ids:
+            self._messages.pop(message_id, None)
 
     def get(self, message_id: int) -> Message:
         return self._messages[message_id]

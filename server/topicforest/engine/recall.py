@@ -38,6 +38,19 @@ class RecallIndex:
         self.root_lengths[message_id] = root_length
         self._total_root_length += root_length
 
+    def forget(self, message_ids: set[int]) -> None:
+        """Take deleted messages out of the index (rare: a whole pass over the postings)."""
+        for term, ids in list(self.postings.items()):
+            kept = array("I", (i for i in ids if i not in message_ids))
+            if len(kept) == len(ids):
+                continue
+            if kept:
+                self.postings[term] = kept
+            else:
+                del self.postings[term]
+        for message_id in message_ids:
+            self._total_root_length -= self.root_lengths.pop(message_id, 0.0)
+
     def prune(self, known: Mapping[str, int]) -> None:
         for term in [t for t in self.postings if t not in known]:
             del self.postings[term]

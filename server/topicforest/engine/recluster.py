@@ -124,6 +124,15 @@ class Refiner:
             or (bool(self.units) and message_id < next(iter(self.units)))
         )
 
+    def forget(self, message_ids: set[int]) -> None:
+        """Deleted messages leave the exchanges that re-clustering may still move; a round in
+        progress starts again (its plan named them)."""
+        for first, unit in list(self.units.items()):
+            if not message_ids.isdisjoint(unit.ids):
+                del self.units[first]
+        self._job = None
+        self._similarities.clear()
+
     def clear(self) -> None:
         self.units.clear()
         self._new_units = 0

@@ -103,10 +103,16 @@ def render(
     query: str | None = None,
     active_file: str | None = None,
     thread_id: str | None = None,
+    upto: int | None = None,
 ) -> RenderedContext:
+    """`upto`: the thread's hot messages after this one are left out (a retried question
+    is answered again as if the replies after it had not been given)."""
     count = window.count
     budget = window.config.history_budget
-    hot, hot_used = _pack_hot(window.hot_messages(thread_id) if thread_id else [], budget, count)
+    zone = window.hot_messages(thread_id) if thread_id else []
+    if upto is not None:
+        zone = [m for m in zone if m.id <= upto]
+    hot, hot_used = _pack_hot(zone, budget, count)
 
     header_cost = count(MEMORY_HEADER) + MESSAGE_OVERHEAD
     space = budget - hot_used - header_cost

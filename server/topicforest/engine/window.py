@@ -12,12 +12,12 @@ import dataclasses
 import heapq
 import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from topicforest.engine.centroids import CentroidIndex
 from topicforest.engine.config import WindowConfig
-from topicforest.engine.embedding import Embedder, Features, norm_sq
+from topicforest.engine.embedding import Embedder, Features, extract, norm_sq
 from topicforest.engine.errors import InvalidMessage, UnknownTopic
 from topicforest.engine.forest import Forest
 from topicforest.engine.keylines import KeyLine, KeyLineState, pick
@@ -115,7 +115,7 @@ class ContextWindow:
         self.count = count  # fast, used on the hot path
         self.exact_count = exact_count  # the model's tokenizer, if loaded: verifies each render
         self.clock = clock
-        self.embedder = Embedder(self.config.max_vocabulary)
+        self.embedder = Embedder(self.config.max_vocabulary, self.config.workspace_root)
         self.forest = Forest()
         self.index = CentroidIndex(self.embedder)
         self.recall = RecallIndex()
@@ -392,15 +392,86 @@ class ContextWindow:
     def _hand_over(self, source: int, target: int, message_ids: tuple[int, ...]) -> None:
         """Messages that moved stay summarized if they were: a model is not paid again for them
         (the target's summary may not name them yet; recall and digests still find them). Only
-        a target with no summary at all takes them as new material."""
+        a target with no summary at all takes them as new material, and a source whose summary
+        lost at least half of what it covered is summarized again from its current members."""
         summary = self.summaries.get(source)
         if summary is None:
             return
+        # `covered` keeps them: it is also what the summary was made from (a deletion finds
+        # every summary that quoted a deleted message by it); a non-member is never pending.
         was_covered = summary.covered.intersection(message_ids)
-        summary.covered.difference_update(message_ids)
+        members = self.forest.members(source)
+        if len(was_covered) >= sum(1 for m in members if m in summary.covered):
+            # The summary (and its title) was mostly about what left: the topic starts afresh
+            # from what it holds now rather than keep describing another topic.
+            del self.summaries[source]
         receiving = self.summaries.get(target)
         if receiving is not None and was_covered:
             receiving.covered |= was_covered
+
+    # -- deletion --------------------------------------------------------------------------
+    def forget(self, message_ids: Iterable[int]) -> set[int]:
+        """Delete messages (a thread the user deleted) from the hot zones, the forest and the
+        log. Topics that lost members shrink (an emptied one vanishes; one whose own message
+        went takes its oldest remaining member's id); their summaries, and any other summary
+        made from a deleted message, are discarded and made again from what remains; centroids
+        are rebuilt from the remaining members and the IDF without the deleted documents.
+        Returns the ids of the topics that changed (old and new ids)."""
+        gone = set(message_ids)
+        messages = self.log.get_many(sorted(gone))
+        for thread in {m.thread_id for m in messages}:
+            if thread in self.hot:
+                zone = deque(m for m in self.hot[thread] if m.id not in gone)
+                self.hot[thread] = zone
+                self.hot_tokens[thread] = sum(m.tokens for m in zone)
+                if not zone:
+                    del self.hot[thread], self.hot_tokens[thread]
+            if self._last_planted.get(thread) in gone:
+                del self._last_planted[thread]
+        planted = [m for m in messages if m.id in self.forest]
+        changed: set[int] = set()
+        if planted:
+            self.embedder.forget([extract(m.content).terms for m in planted])
+            renamed = self.forest.remove({m.id for m in planted})
+            for old, new in renamed.items():
+                changed.add(old)
+                self._discard_topic_state(old)
+                for flags in (self.pinned, self.expanded):
+                    if old in flags:
+                        flags.discard(old)
+                        if new is not None:
+                            flags.add(new)
+                spent = self.spend.pop(old, None)
+                if new is not None:
+                    changed.add(new)
+                    if spent:
+                        self.spend[new] = spent
+                    self._rebuild_centroid(new)
+            for root, summary in list(self.summaries.items()):
+                if not summary.covered.isdisjoint(gone):
+                    del self.summaries[root]
+                    changed.add(root)
+            self.recall.forget(gone)
+            self.refiner.forget(gone)
+            self.fallback_summary = None  # a flat summary of everything: made again if needed
+            self._uncovered.clear()
+            self.summary_digests.clear()
+        for message_id in gone:
+            self.pending_terms.pop(message_id, None)
+        self.log.remove(gone)
+        return changed
+
+    def _discard_topic_state(self, root: int) -> None:
+        self.summaries.pop(root, None)
+        self.index.discard(root)
+        self._key_lines.pop(root, None)
+
+    def _rebuild_centroid(self, root: int) -> None:
+        """The topic's centroid from its members again (after some left), with the IDF now."""
+        self.index.discard(root)
+        for message in self.log.get_many(self.forest.members(root)):
+            features = self.embedder.features(message.content)
+            self.index.add(root, features, message.tokens, message.timestamp)
 
     # -- topics ----------------------------------------------------------------------------
     def topic_ids(self, *, include_dropped: bool = True) -> list[int]:
@@ -650,8 +721,11 @@ class ContextWindow:
         query: str | None = None,
         active_file: str | None = None,
         thread_id: str | None = None,
+        upto: int | None = None,
     ) -> RenderedContext:
-        return render_context(self, query=query, active_file=active_file, thread_id=thread_id)
+        return render_context(
+            self, query=query, active_file=active_file, thread_id=thread_id, upto=upto
+        )
 
     def search(self, query: str, limit: int = 10) -> list[tuple[int, float]]:
         vector = self.embedder.embed_query(query)

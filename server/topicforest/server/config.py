@@ -40,6 +40,11 @@ def _budget(_: object, attribute: attrs.Attribute[Any], value: int | str) -> Non
         raise ValueError('must be "auto" or a number of tokens between 256 and 1000000')
 
 
+def _attachment_budget(_: object, attribute: attrs.Attribute[Any], value: int) -> None:
+    if not 256 <= value <= 1_000_000:
+        raise ValueError("must be a number of tokens between 256 and 1000000")
+
+
 def _threshold(_: object, attribute: attrs.Attribute[Any], value: float) -> None:
     if not 0.0 <= value <= 1.0:
         raise ValueError("must be between 0 and 1")
@@ -72,6 +77,8 @@ class Settings:
     max_topics: int = attrs.field(default=12, validator=_max_topics)
     store_path: str | None = attrs.field(default=None, validator=_store_path)
     chat_first_byte_timeout: float = attrs.field(default=30.0, validator=_first_byte)
+    # tokens a chat turn's attachments may take, besides the history budget
+    attachment_budget: int = attrs.field(default=4096, validator=_attachment_budget)
 
 
 attrs.resolve_types(Settings)

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 TOPICS_CHANGED = PREFIX + "topicsChanged"
 CHAT_DELTA = PREFIX + "chatDelta"
+THREADS_CHANGED = PREFIX + "threadsChanged"
 PROGRESS_TIMEOUT = 5.0  # seconds to wait for window/workDoneProgress/create
 
 
@@ -34,6 +35,11 @@ class Notifier:
         if ids is not None:
             params["topicIds"] = ids
         self.server.protocol.notify(TOPICS_CHANGED, params)
+
+    def threads_changed(self, memory: WorkspaceMemory, thread_id: str | None) -> None:
+        self.server.protocol.notify(
+            THREADS_CHANGED, {"workspaceUri": memory.key, "threadId": thread_id}
+        )
 
     def summarizing(
         self, memory: WorkspaceMemory, stage: ProgressStage, message: str, percentage: int

@@ -11,19 +11,24 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from topicforest.attachments import KINDS, Attachment, AttachmentRef, user_text
 from topicforest.engine import Message, TopicView
 from topicforest.engine.render import RenderedContext
-from topicforest.memory import ChatOutcome
+from topicforest.memory import ChatOutcome, ThreadInfo
 
 PREFIX = "topicForest/"
 MAX_TEXT = 200_000  # characters in a chat message or query (the engine's message limit)
 MAX_ID = 200  # characters in thread ids, turn ids, URIs are limited separately
 MAX_URI = 4096
+MAX_ATTACHMENTS = 20
+MAX_LANGUAGE = 100  # characters in an attachment's language id
+MAX_TITLE = 200  # characters in a thread title
+MAX_LINE = 100_000_000  # a line number
 PROTOCOL_VERSION = 1
 
 # -- error codes -----------------------------------------------------------------------------
@@ -91,8 +96,26 @@ SHAPES: dict[str, dict[str, str]] = {
         "timestamp": "number",
         "tokens": "integer",
         "cancelled": "boolean",
+        "attachments": "AttachmentRef[]",
     },
     "RenderedTopic": {"id": "integer", "mode": "string", "tokens": "integer"},
+    "LineRange": {"startLine": "integer", "endLine": "integer"},
+    "Attachment": {
+        "kind": '"file"|"selection"|"problems"',
+        "path": "string",
+        "range": "LineRange|null",
+        "language": "string|null",
+        "text": "string",
+    },
+    "AttachmentRef": {
+        "kind": '"file"|"selection"|"problems"',
+        "path": "string",
+        "range": "LineRange|null",
+        "language": "string|null",
+        "sha256": "string",
+        "tokens": "integer",
+        "truncated": "boolean",
+    },
     "Thread": {
         "threadId": "string",
         "messageCount": "integer",
@@ -101,12 +124,13 @@ SHAPES: dict[str, dict[str, str]] = {
     },
 }
 
-Kind = Literal["string", "integer", "boolean", "number"]
+Kind = Literal["string", "integer", "boolean", "number", "array"]
 PY_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
     "integer": (int,),
     "boolean": (bool,),
     "number": (int, float),
+    "array": (list, tuple),
 }
 
 
@@ -122,6 +146,9 @@ class Param:
     minimum: int | None = None  # integers
     maximum: int | None = None
     nullable: bool = False
+    items: str | None = None  # arrays: the shape of their items (the table's type is items[])
+    max_items: int | None = None
+    parse: Callable[[str, Any], Any] | None = None  # arrays: checks and types each item
 
 
 @dataclass(frozen=True)
@@ -143,6 +170,10 @@ WORKSPACE = Param(
     doc="Workspace folder URI; default: the first folder, else the global memory",
 )
 TOPIC_ID = Param("topicId", "integer", required=True, doc="Topic id from listTopics")
+THREAD_ID = Param("threadId", "string", required=True, max_length=MAX_ID, min_length=1)
+THREAD_ID_OPTIONAL = Param(
+    "threadId", "string", max_length=MAX_ID, nullable=True, doc="Include this thread's hot messages"
+)
 COMMON_ERRORS = ("InvalidParams", "UnknownWorkspace")
 TOPIC_ERRORS = ("InvalidParams", "UnknownWorkspace", "UnknownTopic")
 TOPIC_RESULT = {"topic": "Topic"}
@@ -184,6 +215,30 @@ METHODS: tuple[Method, ...] = (
             ),
             Param("message", "string", True, max_length=MAX_TEXT, min_length=1, doc="User text"),
             Param("activeFile", "string", max_length=MAX_URI, nullable=True, doc="Editor file"),
+            Param(
+                "attachments",
+                "array",
+                nullable=True,
+                items="Attachment",
+                max_items=MAX_ATTACHMENTS,
+                parse=lambda name, item: parse_attachment(name, item),
+                doc="Editor code for this turn only, within attachmentBudget",
+            ),
+            Param(
+                "model",
+                "string",
+                max_length=MAX_ID,
+                min_length=1,
+                nullable=True,
+                doc="This turn's chat model (overrides topicForest.chatModel)",
+            ),
+            Param(
+                "retryOf",
+                "integer",
+                minimum=1,
+                nullable=True,
+                doc="The thread's last user message id: answer it again, store nothing new",
+            ),
         ),
         {
             "threadId": "string",
@@ -194,6 +249,8 @@ METHODS: tuple[Method, ...] = (
             "userMessageId": "integer",
             "replyMessageId": "integer|null",
             "context": "{tokens: integer, budget: integer, topics: RenderedTopic[]}",
+            "attachments": "AttachmentRef[]",
+            "model": "string",
         },
         (*COMMON_ERRORS, "ChatModelNotConfigured", "ProviderError", "RequestCancelled"),
     ),
@@ -201,10 +258,17 @@ METHODS: tuple[Method, ...] = (
         PREFIX + "listTopics",
         "request",
         "clientToServer",
-        "Every topic (dropped ones too) with its state, plus the budget and what the next render"
-        " uses of it.",
-        (WORKSPACE,),
-        {"topics": "Topic[]", "budget": "integer", "used": "integer"},
+        "Every topic (dropped ones too) with its state, plus the budget and what the next"
+        " request of the thread carries: its size, the topics in it and those left out.",
+        (WORKSPACE, THREAD_ID_OPTIONAL),
+        {
+            "topics": "Topic[]",
+            "budget": "integer",
+            "used": "integer",
+            "threadId": "string|null",
+            "rendered": "RenderedTopic[]",
+            "omittedTopics": "integer[]",
+        },
         COMMON_ERRORS,
     ),
     _topic_method(
@@ -247,7 +311,7 @@ METHODS: tuple[Method, ...] = (
             WORKSPACE,
             Param("query", "string", max_length=MAX_TEXT, nullable=True),
             Param("activeFile", "string", max_length=MAX_URI, nullable=True),
-            Param("threadId", "string", max_length=MAX_ID, nullable=True),
+            THREAD_ID_OPTIONAL,
         ),
         RENDER_RESULT,
         COMMON_ERRORS,
@@ -275,6 +339,28 @@ METHODS: tuple[Method, ...] = (
         COMMON_ERRORS,
     ),
     Method(
+        PREFIX + "renameThread",
+        "request",
+        "clientToServer",
+        "Give a thread the user's title (listThreads shows it instead of the first message).",
+        (
+            WORKSPACE,
+            THREAD_ID,
+            Param("title", "string", required=True, max_length=MAX_TITLE, min_length=1),
+        ),
+        {"thread": "Thread"},
+        COMMON_ERRORS,
+    ),
+    Method(
+        PREFIX + "deleteThread",
+        "request",
+        "clientToServer",
+        "Delete a thread: its messages leave the store and every topic, summary and title.",
+        (WORKSPACE, THREAD_ID),
+        {"threadId": "string", "deletedMessages": "integer"},
+        COMMON_ERRORS,
+    ),
+    Method(
         PREFIX + "activeFileChanged",
         "notification",
         "clientToServer",
@@ -286,7 +372,7 @@ METHODS: tuple[Method, ...] = (
         "notification",
         "serverToClient",
         "Topic state changed (graduated, summarized, dropped, restored, pinned, unpinned,"
-        " expanded, collapsed, configured, workspaceAdded, workspaceRemoved).",
+        " expanded, collapsed, configured, workspaceAdded, workspaceRemoved, threadDeleted).",
         (
             Param("workspaceUri", "string", required=True),
             Param("reason", "string", required=True),
@@ -303,6 +389,16 @@ METHODS: tuple[Method, ...] = (
             Param("turnId", "string", required=True),
             Param("index", "integer", required=True),
             Param("delta", "string", required=True),
+        ),
+    ),
+    Method(
+        PREFIX + "threadsChanged",
+        "notification",
+        "serverToClient",
+        "A thread was renamed or deleted; threadId null: another window changed threads.",
+        (
+            Param("workspaceUri", "string", required=True),
+            Param("threadId", "string", nullable=True),
         ),
     ),
 )
@@ -344,6 +440,13 @@ def _check(param: Param, value: object) -> Any:
         )
     if isinstance(value, str) and param.min_length is not None and len(value) < param.min_length:
         raise invalid_params(param.name, "must not be empty")
+    if isinstance(value, list | tuple):
+        if param.max_items is not None and len(value) > param.max_items:
+            limit = param.max_items
+            raise invalid_params(param.name, f"has {len(value)} items; the limit is {limit}")
+        if param.parse is not None:
+            return [param.parse(f"{param.name}[{i}]", item) for i, item in enumerate(value)]
+        return list(value)
     if isinstance(value, int) and not isinstance(value, bool):
         if param.minimum is not None and value < param.minimum:
             raise invalid_params(param.name, f"must be at least {param.minimum}")
@@ -352,6 +455,37 @@ def _check(param: Param, value: object) -> Any:
         if abs(value) > 2**53:
             raise invalid_params(param.name, "is out of range")
     return value
+
+
+def parse_attachment(name: str, raw: object) -> Attachment:
+    """One chat attachment, checked field by field (errors name `attachments[2].path`)."""
+    if not isinstance(raw, Mapping):
+        raise invalid_params(name, f"must be an object, not {_json_type(raw)}")
+    kind = raw.get("kind")
+    if kind not in KINDS:
+        raise invalid_params(f"{name}.kind", f"must be one of {', '.join(KINDS)}")
+    path = _check(Param(f"{name}.path", "string", max_length=MAX_URI), raw.get("path"))
+    if not path.strip():
+        raise invalid_params(f"{name}.path", "must not be empty")
+    text = _check(Param(f"{name}.text", "string", max_length=MAX_TEXT), raw.get("text"))
+    language = raw.get("language")
+    if language is not None:
+        language = _check(Param(f"{name}.language", "string", max_length=MAX_LANGUAGE), language)
+    return Attachment(kind, path, text, _line_range(f"{name}.range", raw.get("range")), language)
+
+
+def _line_range(name: str, raw: object) -> tuple[int, int] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise invalid_params(name, f"must be an object, not {_json_type(raw)}")
+    start, end = (
+        _check(Param(f"{name}.{key}", "integer", minimum=0, maximum=MAX_LINE), raw.get(key))
+        for key in ("startLine", "endLine")
+    )
+    if end < start:
+        raise invalid_params(f"{name}.endLine", "must not be before startLine")
+    return start, end
 
 
 def _encodable(text: str) -> bool:
@@ -407,15 +541,43 @@ def topic_json(view: TopicView) -> dict[str, Any]:
     }
 
 
-def message_json(message: Message) -> dict[str, Any]:
+def message_json(message: Message, refs: Sequence[AttachmentRef] = ()) -> dict[str, Any]:
+    """A message as the client shows it: the user's own text (the reference lines the model
+    sees become the `attachments` chips)."""
     return {
         "id": message.id,
         "threadId": message.thread_id,
         "role": message.role,
-        "content": message.content,
+        "content": user_text(message.content, refs),
         "timestamp": message.timestamp,
         "tokens": message.tokens,
         "cancelled": message.cancelled,
+        "attachments": [attachment_ref_json(r) for r in refs],
+    }
+
+
+def messages_json(pairs: Sequence[tuple[Message, Sequence[AttachmentRef]]]) -> list[Any]:
+    return [message_json(message, refs) for message, refs in pairs]
+
+
+def attachment_ref_json(ref: AttachmentRef) -> dict[str, Any]:
+    return {
+        "kind": ref.kind,
+        "path": ref.path,
+        "range": {"startLine": ref.range[0], "endLine": ref.range[1]} if ref.range else None,
+        "language": ref.language,
+        "sha256": ref.sha256,
+        "tokens": ref.tokens,
+        "truncated": ref.truncated,
+    }
+
+
+def thread_json(thread: ThreadInfo) -> dict[str, Any]:
+    return {
+        "threadId": thread.thread_id,
+        "messageCount": thread.message_count,
+        "lastTime": thread.last_time,
+        "title": thread.title,
     }
 
 
@@ -453,6 +615,8 @@ def chat_json(outcome: ChatOutcome) -> dict[str, Any]:
             "budget": outcome.context.budget,
             "topics": rendered_topics_json(outcome.context),
         },
+        "attachments": [attachment_ref_json(r) for r in outcome.attachments],
+        "model": outcome.model,
     }
 
 
@@ -461,7 +625,8 @@ def table() -> dict[str, Any]:
     """The protocol as plain JSON data (what the client mirrors)."""
 
     def param(p: Param) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": p.kind, "required": p.required}
+        kind = f"{p.items}[]" if p.items else p.kind
+        out: dict[str, Any] = {"type": kind, "required": p.required}
         if p.default is not None:
             out["default"] = p.default
         if p.nullable:
@@ -474,6 +639,8 @@ def table() -> dict[str, Any]:
             out["minimum"] = p.minimum
         if p.maximum is not None:
             out["maximum"] = p.maximum
+        if p.max_items is not None:
+            out["maxItems"] = p.max_items
         return out
 
     return {

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from topicforest.engine import InvalidMessage, UnknownTopic
-from topicforest.memory import ChatNotConfigured, ProviderError
+from topicforest.memory import ChatNotConfigured, NotRetryable, ProviderError, UnknownThread
 from topicforest.server.protocol import (
     BY_NAME,
     CHAT_NOT_CONFIGURED,
@@ -48,6 +48,10 @@ def translate(exc: Exception, params: dict[str, Any]) -> Exception:
         return ProtocolError(UNKNOWN_TOPIC, str(exc), {"topicId": params.get("topicId")})
     if isinstance(exc, InvalidMessage):
         return invalid_params("threadId" if "thread id" in str(exc) else "message", str(exc))
+    if isinstance(exc, UnknownThread):
+        return invalid_params("threadId", str(exc))
+    if isinstance(exc, NotRetryable):
+        return invalid_params("retryOf", str(exc))
     if isinstance(exc, ChatNotConfigured):
         return ProtocolError(CHAT_NOT_CONFIGURED, str(exc), {"setting": "topicForest.chatModel"})
     if isinstance(exc, ProviderError):

@@ -109,6 +109,28 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE INDEX messages_hot ON messages (thread_id, id) WHERE root_id IS NULL;
     """,
+    # 3: what a chat turn attached from the editor, per user message: the reference the
+    # history shows and exactly the text the request carried (never in the message itself,
+    # so topics and summaries do not fill with file copies); and a count of deletions
+    # (deleteThread), on whose change other windows reload their memory whole.
+    """
+    CREATE TABLE attachments (
+        message_id INTEGER NOT NULL,
+        position INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        path TEXT NOT NULL,
+        start_line INTEGER,
+        end_line INTEGER,
+        language TEXT,
+        sha256 TEXT NOT NULL,  -- of the text the editor had
+        tokens INTEGER NOT NULL,  -- of what was sent
+        truncated INTEGER NOT NULL,
+        text TEXT NOT NULL,  -- what was sent (a truncation marker included)
+        rev INTEGER NOT NULL,
+        PRIMARY KEY (message_id, position)
+    );
+    INSERT OR IGNORE INTO meta (key, value) VALUES ('deletions', 0);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -72,6 +72,8 @@ class Mirror:
         self.df_generation = 0
         self.next_order = 0
         self.fallback: str | None = None
+        self.deletions = 0  # meta 'deletions' as last loaded or written
+        self.threads_changed = False  # a load brought thread changes (cleared by the reader)
 
     # -- fingerprints (the same functions serve load and save) ------------------------------
     @staticmethod
@@ -104,12 +106,19 @@ class Mirror:
         """Bring `window` up to date with the database; returns whether anything changed."""
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
         rev = int(meta["rev"])
+        deletions = int(meta.get("deletions") or 0)
+        if deletions != self.deletions:  # another window deleted a thread: reload it all
+            full = True
         if full or self.rev < 0:
             self.__init__()  # type: ignore[misc]
             reset_window(window)
         elif rev == self.rev:
             return False
         since = self.rev
+        self.deletions = deletions
+        self.threads_changed |= since < 0 or bool(
+            conn.execute("SELECT 1 FROM threads WHERE rev > ? LIMIT 1", (since,)).fetchone()
+        )
         new_idf = self._load_doc_freq(conn, window, meta, since)
         changed_roots = self._load_forest(conn, window, meta, since)
         self._load_centroids(conn, window, since, norms=not new_idf)
@@ -549,6 +558,10 @@ class StoredRecall(RecallIndex):
     def add(self, message_id: int, terms: Iterable[str], tokens: int) -> None:
         self.ensure()
         super().add(message_id, terms, tokens)
+
+    def forget(self, message_ids: set[int]) -> None:
+        if self._loader is None:  # not built yet: it will be built without them
+            super().forget(message_ids)
 
     def prune(self, known: Mapping[str, int]) -> None:
         self.ensure()

@@ -15,13 +15,14 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from topicforest.attachments import AttachmentRef, SentAttachment
 from topicforest.engine.config import WindowConfig
 from topicforest.engine.errors import EngineError
 from topicforest.engine.messages import Message
@@ -70,6 +71,7 @@ class Store:
         self.mirror = Mirror()
         self.window: StoredWindow | None = None
         self.log = SqliteMessageLog(self)
+        self.attachments = SqliteAttachmentLog(self)
         self._lock = threading.RLock()
         self._depth = 0  # nesting of transaction()
         self._rev = 0  # the rev the open write transaction writes with
@@ -332,6 +334,45 @@ class Store:
         )
         return [row_to_message(row) for row in reversed(rows)]
 
+    def thread_message_ids(self, thread_id: str) -> list[int]:
+        rows = self._read(
+            lambda: self.conn.execute(
+                "SELECT id FROM messages WHERE thread_id = ? ORDER BY id", (thread_id,)
+            ).fetchall()
+        )
+        return [row[0] for row in rows]
+
+    def last_user_message(self, thread_id: str) -> int | None:
+        row = self._read(
+            lambda: self.conn.execute(
+                "SELECT max(id) FROM messages WHERE thread_id = ? AND role = 'user'", (thread_id,)
+            ).fetchone()
+        )
+        return row[0] if row else None
+
+    def rename_thread(self, thread_id: str, title: str) -> ThreadRow | None:
+        """Give a thread the user's title; None if there is no such thread."""
+        with self.transaction() as rev:
+            updated = self.conn.execute(
+                "UPDATE threads SET title = ?, rev = ? WHERE thread_id = ?", (title, rev, thread_id)
+            ).rowcount
+            if not updated:
+                return None
+            self.touch()
+            row = self.conn.execute(
+                "SELECT thread_id, message_count, last_time, title FROM threads"
+                " WHERE thread_id = ?",
+                (thread_id,),
+            ).fetchone()
+        return ThreadRow(*row)
+
+    def count_deletion(self) -> None:
+        """Inside the transaction that deletes: other windows reload whole when they see it."""
+        with self.transaction():
+            self.mirror.deletions = self.meta_int("deletions") + 1
+            set_meta(self.conn, "deletions", self.mirror.deletions)
+            self.touch()
+
     def message_count(self) -> int:
         return int(
             self._read(lambda: self.conn.execute("SELECT count(*) FROM messages").fetchone()[0])
@@ -410,6 +451,37 @@ class SqliteMessageLog:
             )  # fmt: skip
             store.touch()
 
+    def remove(self, message_ids: Iterable[int]) -> None:
+        """Delete messages (and their threads' rows once empty; attachments are the memory's)."""
+        store = self._store
+        ids = _dumps_ids(message_ids)
+        with store.transaction() as rev:
+            conn = store.conn
+            threads = [
+                row[0]
+                for row in conn.execute(
+                    f"SELECT DISTINCT thread_id FROM messages WHERE id IN {_EACH}", (ids,)
+                )
+            ]
+            conn.execute(f"DELETE FROM messages WHERE id IN {_EACH}", (ids,))
+            for thread in threads:
+                count, last = conn.execute(
+                    "SELECT count(*), max(timestamp) FROM messages WHERE thread_id = ?", (thread,)
+                ).fetchone()
+                if count:
+                    conn.execute(
+                        "UPDATE threads SET message_count = ?, last_time = ?, rev = ?"
+                        " WHERE thread_id = ?",
+                        (count, last, rev, thread),
+                    )
+                else:
+                    conn.execute("DELETE FROM threads WHERE thread_id = ?", (thread,))
+            store.touch()
+        with store._lock:
+            for message_id in json.loads(ids):
+                self._cache.pop(message_id, None)
+                store.mirror.placement.pop(message_id, None)
+
     def get(self, message_id: int) -> Message:
         return self.get_many([message_id])[0]
 
@@ -444,6 +516,78 @@ class SqliteMessageLog:
         return self._store.message_count()
 
 
+_EACH = "(SELECT value FROM json_each(?))"
+
+
+def _dumps_ids(message_ids: Iterable[int]) -> str:
+    return json.dumps(sorted(set(message_ids)))
+
+
+class SqliteAttachmentLog:
+    """The memory's AttachmentLog on SQLite: references and sent text, beside the messages."""
+
+    COLUMNS = "kind, path, start_line, end_line, language, sha256, tokens, truncated"
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def add(self, message_id: int, sent: Sequence[SentAttachment]) -> None:
+        if not sent:
+            return
+        store = self._store
+        with store.transaction() as rev:
+            store.conn.executemany(
+                f"INSERT INTO attachments (message_id, position, {self.COLUMNS}, text, rev)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(message_id, position, *_ref_row(s.ref), s.text, rev)
+                 for position, s in enumerate(sent)],
+            )  # fmt: skip
+            store.touch()
+
+    def refs(self, message_ids: Iterable[int]) -> dict[int, list[AttachmentRef]]:
+        ids = _dumps_ids(message_ids)
+        rows = self._store._read(
+            lambda: self._store.conn.execute(
+                f"SELECT message_id, {self.COLUMNS} FROM attachments WHERE message_id IN {_EACH}"
+                " ORDER BY message_id, position",
+                (ids,),
+            ).fetchall()
+        )
+        out: dict[int, list[AttachmentRef]] = {}
+        for row in rows:
+            out.setdefault(row[0], []).append(_row_ref(row[1:]))
+        return out
+
+    def sent(self, message_id: int) -> list[SentAttachment]:
+        rows = self._store._read(
+            lambda: self._store.conn.execute(
+                f"SELECT {self.COLUMNS}, text FROM attachments WHERE message_id = ?"
+                " ORDER BY position",
+                (message_id,),
+            ).fetchall()
+        )
+        return [SentAttachment(_row_ref(row[:-1]), row[-1]) for row in rows]
+
+    def remove(self, message_ids: Iterable[int]) -> None:
+        with self._store.transaction():
+            self._store.conn.execute(
+                f"DELETE FROM attachments WHERE message_id IN {_EACH}", (_dumps_ids(message_ids),)
+            )
+            self._store.touch()
+
+
+def _ref_row(ref: AttachmentRef) -> tuple[object, ...]:
+    start, end = ref.range if ref.range else (None, None)
+    truncated = int(ref.truncated)
+    return (ref.kind, ref.path, start, end, ref.language, ref.sha256, ref.tokens, truncated)
+
+
+def _row_ref(row: Sequence[Any]) -> AttachmentRef:
+    kind, path, start, end, language, sha256, tokens, truncated = row
+    span = (start, end) if start is not None and end is not None else None
+    return AttachmentRef(kind, path, span, language, sha256, tokens, bool(truncated))
+
+
 class StoredWindow(ContextWindow):
     """A ContextWindow whose every change is one store transaction (see the module docstring).
 
@@ -475,6 +619,13 @@ class StoredWindow(ContextWindow):
             return super().append(
                 thread_id, role, content, timestamp=timestamp, cancelled=cancelled
             )
+
+    def forget(self, message_ids: Iterable[int]) -> set[int]:
+        """Delete messages in one transaction; other windows reload whole on seeing it."""
+        with self.store.transaction():
+            changed = super().forget(message_ids)
+            self.store.count_deletion()
+            return changed
 
     def graduate(self, thread_id: str | None = None) -> list[Message]:
         with self.store.transaction():

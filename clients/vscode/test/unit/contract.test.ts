@@ -6,12 +6,13 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { expect } from 'expect';
 import {
-  CLIENT_NOTIFICATIONS, ErrorCodes, MESSAGE_SHAPE, NOTIFICATIONS, REQUESTS, SPEND_SHAPE, TOPIC_SHAPE,
+  ATTACHMENT_REF_SHAPE, ATTACHMENT_SHAPE, CLIENT_NOTIFICATIONS, ErrorCodes, MESSAGE_SHAPE,
+  NOTIFICATIONS, REQUESTS, SPEND_SHAPE, THREAD_SHAPE, TOPIC_SHAPE,
 } from '../../src/protocol';
 
 const TABLE = join(process.cwd(), '../../server/topicforest/server/protocol.json');
 
-interface Param { type: string; required: boolean; nullable?: boolean }
+interface Param { type: string; required: boolean; nullable?: boolean; maxItems?: number }
 interface Method {
   kind: 'request' | 'notification';
   direction: 'clientToServer' | 'serverToClient';
@@ -50,6 +51,18 @@ describe('protocol contract with the server table', { skip: table ? false : 'no 
       expect({ m, required: required(`topicForest/${m}`) }).toEqual({ m, required: ['topicId'] });
     }
     expect(t.methods['topicForest/chat']!.result).toMatchObject({ replyMessageId: 'integer|null' });
+    expect(required('topicForest/renameThread')).toEqual(['threadId', 'title']);
+    expect(required('topicForest/deleteThread')).toEqual(['threadId']);
+    expect(required('topicForest/listTopics')).toEqual([]);
+  });
+
+  it('chat attachments are an array of the Attachment shape, at most 20', () => {
+    expect(t.methods['topicForest/chat']!.params.attachments).toMatchObject(
+      { type: 'Attachment[]', required: false, maxItems: 20 });
+    expect(t.methods['topicForest/chat']!.params.retryOf).toMatchObject({ type: 'integer' });
+    expect(t.methods['topicForest/chat']!.result).toMatchObject(
+      { attachments: 'AttachmentRef[]', model: 'string' });
+    expect(t.methods['topicForest/threadsChanged']!.params.threadId).toMatchObject({ nullable: true });
   });
 
   it('the client handles exactly the notifications the server sends, with their fields', () => {
@@ -67,10 +80,13 @@ describe('protocol contract with the server table', { skip: table ? false : 'no 
     }
   });
 
-  it('Topic, Message and Spend have the same fields and types', () => {
+  it('Topic, Message, Spend, Thread and the attachment shapes have the same fields and types', () => {
     expect(TOPIC_SHAPE).toEqual(t.shapes.Topic);
     expect(MESSAGE_SHAPE).toEqual(t.shapes.Message);
     expect(SPEND_SHAPE).toEqual(t.shapes.Spend);
+    expect(THREAD_SHAPE).toEqual(t.shapes.Thread);
+    expect(ATTACHMENT_SHAPE).toEqual(t.shapes.Attachment);
+    expect(ATTACHMENT_REF_SHAPE).toEqual(t.shapes.AttachmentRef);
   });
 
   it('error codes match', () => {

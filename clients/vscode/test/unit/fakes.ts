@@ -17,8 +17,15 @@ type Handler = (method: RequestMethod, params: unknown, token?: CancellationToke
 export class FakeConnection implements Connection {
   sent: Sent[] = [];
   state: ServerState = 'running';
+  failure: string | undefined;
   private readonly stateEmitter = new EventEmitter<ServerState>();
   readonly onDidChangeState = this.stateEmitter.event;
+
+  setState(state: ServerState, failure?: string): void {
+    this.state = state;
+    this.failure = failure;
+    this.stateEmitter.fire(state);
+  }
   private readonly listeners = new Map<string, ((p: unknown) => void)[]>();
 
   constructor(public handler: Handler = () => ({})) {}

@@ -87,4 +87,26 @@ describe('package.json contributions', () => {
     const ignore = readFileSync('.vscodeignore', 'utf8').split('\n');
     expect(ignore).toEqual(expect.arrayContaining(['!bundled/*.whl', '!bundled/constraints.txt']));
   });
+
+  it('puts code into the chat from the editor: context menu entries and a keybinding that shadows no common default', () => {
+    const menu = pkg.contributes.menus['editor/context'];
+    expect(menu.map((e) => e.command)).toEqual(['topicForest.askTopicForest', 'topicForest.addSelectionToChat']);
+    expect(menu.find((e) => e.command === 'topicForest.addSelectionToChat')?.when).toBe('editorHasSelection');
+    const [binding] = pkg.contributes.keybindings;
+    expect(binding?.command).toBe('topicForest.askTopicForest');
+    expect(binding?.when).toBe('editorTextFocus');
+    // VS Code 1.100 defaults: ctrl/cmd+shift+L select all occurrences, ctrl/cmd+L expand line
+    // selection, ctrl+shift+alt+L a chat action, cmd+alt+L (mac) toggle context lines
+    const taken = ['ctrl+shift+l', 'cmd+shift+l', 'ctrl+l', 'cmd+l', 'ctrl+shift+alt+l', 'cmd+alt+l'];
+    expect(taken).not.toContain(binding?.key);
+    expect(taken).not.toContain(binding?.mac);
+  });
+
+  it('offers the model picker\'s list as a setting (client only: not sent to the server)', () => {
+    const props = pkg.contributes.configuration.properties as Record<string, { type: unknown; default: unknown;
+      items?: { type: string }; markdownDescription?: string }>;
+    const models = props['topicForest.models'];
+    expect(models).toMatchObject({ type: 'array', default: [], items: { type: 'string' } });
+    expect(models?.markdownDescription).toContain('#topicForest.chatModel#');
+  });
 });

@@ -14,9 +14,9 @@ describe('topic preview document', () => {
   it('shows summary and source messages, fenced so they cannot forge structure', () => {
     const md = previewMarkdown(makeTopic({ title: 'T\n# fake heading', pinned: true }), [
       { id: 1, threadId: 't', role: 'user', content: '# not a heading\n```\nx\n```', timestamp: 0,
-        tokens: 9, cancelled: false },
+        tokens: 9, cancelled: false, attachments: [] },
       { id: 2, threadId: 't', role: 'assistant', content: 'answer', timestamp: 60, tokens: 1,
-        cancelled: true },
+        cancelled: true, attachments: [] },
     ]);
     expect(md.split('\n')[0]).toBe('# T fake heading');
     expect(md).toContain('## Summary\n\n```text\nI asked you about tokenize() in lexer.py.\n```');

@@ -101,7 +101,7 @@ describe('server manager', () => {
     const [p] = processes as [FakeProcess];
     expect(p.launch).toEqual({ python: '/venv/bin/python', cwd: '/ws', initializationOptions: {
       chatModel: 'openai/stub', summaryModels: [], apiBase: null, historyBudget: 1024,
-      mergeThreshold: 0.15, maxTopics: 12, storePath: null } });
+      attachmentBudget: 4096, mergeThreshold: 0.15, maxTopics: 12, storePath: null } });
     expect(await manager.request('topicForest/listTopics', {})).toEqual({ ok: 'topicForest/listTopics' });
     p.handlers.get('topicForest/chatDelta')?.({ index: 0 });
     expect(deltas).toEqual([{ index: 0 }]);

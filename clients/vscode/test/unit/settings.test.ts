@@ -10,18 +10,19 @@ const reader = (values: Record<string, unknown>) => ({
 describe('settings mapping', () => {
   it('defaults: no model, offline summaries, auto budget', () => {
     expect(serverSettings(reader({}))).toEqual({
-      chatModel: null, summaryModels: [], apiBase: null, historyBudget: 'auto', mergeThreshold: 0.15,
-      maxTopics: 12, storePath: null,
+      chatModel: null, summaryModels: [], apiBase: null, historyBudget: 'auto', attachmentBudget: 4096,
+      mergeThreshold: 0.15, maxTopics: 12, storePath: null,
     });
   });
 
   it('passes set values, trims strings, drops empty models', () => {
     expect(serverSettings(reader({
       chatModel: ' openai/stub ', summaryModels: ['openai/stub', '', 3], apiBase: 'http://127.0.0.1:9/v1',
-      historyBudget: 1024, mergeThreshold: 0.3, maxTopics: 5, storePath: '/tmp/tf', python: '/x/python',
+      historyBudget: 1024, attachmentBudget: 2000, mergeThreshold: 0.3, maxTopics: 5, storePath: '/tmp/tf',
+      python: '/x/python',
     }))).toEqual({
       chatModel: 'openai/stub', summaryModels: ['openai/stub'], apiBase: 'http://127.0.0.1:9/v1',
-      historyBudget: 1024, mergeThreshold: 0.3, maxTopics: 5, storePath: '/tmp/tf',
+      historyBudget: 1024, attachmentBudget: 2000, mergeThreshold: 0.3, maxTopics: 5, storePath: '/tmp/tf',
     });
   });
 

@@ -105,7 +105,7 @@ describe('topic tree items', () => {
   it('message children are one-line excerpts that open the preview', () => {
     const item = messageItem({ kind: 'message', topicId: 7, message: {
       id: 3, threadId: 't', role: 'user', content: 'line one\nline two ' + 'x'.repeat(200),
-      timestamp: 1_700_000_000, tokens: 60, cancelled: false } });
+      timestamp: 1_700_000_000, tokens: 60, cancelled: false, attachments: [] } });
     expect((item.label as string)).toMatch(/^You: line one line two x+…$/);
     expect((item.label as string).length).toBeLessThanOrEqual(75);
     expect(item.contextValue).toBe('topicMessage');
@@ -153,7 +153,7 @@ describe('TopicTreeProvider', () => {
       if (method === 'topicForest/listTopics') return listed;
       if (method === 'topicForest/previewTopic') {
         return { topic: topics[0], messages: [{ id: 1, threadId: 't', role: 'assistant',
-          content: 'Use re.finditer', timestamp: 1, tokens: 5, cancelled: false }] };
+          content: 'Use re.finditer', timestamp: 1, tokens: 5, cancelled: false, attachments: [] }] };
       }
       throw new Error(`unexpected ${method}`);
     });

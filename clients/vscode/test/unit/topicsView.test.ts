@@ -38,8 +38,8 @@ describe('the Topics view header, status bar and welcome keys', () => {
   it('sets the context keys the welcome content is shown by', () => {
     const { view, status, state } = setup();
     state.serverState('failed');
-    state.chatModel('');
-    state.chatModel('openai/stub');
+    state.hasModel(false);
+    state.hasModel(true);
     expect(status.serverState).toHaveBeenCalledWith('failed');
     expect(view.description).toBeUndefined();
     expect(contextSet()).toEqual([[CONTEXT_KEYS.server, 'failed'], [CONTEXT_KEYS.noChatModel, true],
@@ -63,7 +63,7 @@ describe('the Topics view header, status bar and welcome keys', () => {
     })).map((e) => e.contents);
     expect(shown('running', false)).toEqual([expect.stringContaining('No topics yet')]);
     expect(shown('running', false)[0]).toContain('[Open Chat](command:topicForest.chat.focus)');
-    expect(shown('running', true)[1]).toContain('[Set Chat Model](command:topicForest.openSettings)');
+    expect(shown('running', true)[1]).toContain('[Set Chat Model](command:topicForest.configureModel)');
     expect(shown('failed', false)).toEqual([expect.stringContaining('[Restart Server](command:topicForest.restartServer)')]);
     expect(shown('starting', false)).toEqual([expect.stringContaining('Starting')]);
   });

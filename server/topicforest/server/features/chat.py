@@ -26,6 +26,13 @@ async def chat(ls: TopicForestServer, p: dict[str, Any]) -> dict[str, Any]:
         )
 
     outcome = await memory.chat(
-        thread_id, turn_id, p["message"], active_file=p["activeFile"], on_delta=on_delta
+        thread_id,
+        turn_id,
+        p["message"],
+        active_file=p["activeFile"],
+        on_delta=on_delta,
+        attachments=p["attachments"],
+        model=p["model"],
+        retry_of=p["retryOf"],
     )
     return chat_json(outcome)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from topicforest.server.protocol import PREFIX, message_json, topic_json
+from topicforest.server.protocol import PREFIX, messages_json, rendered_topics_json, topic_json
 from topicforest.server.rpc import Host, request
 
 if TYPE_CHECKING:
@@ -30,18 +30,27 @@ def setup(server: TopicForestServer) -> None:
 def list_topics(ls: Host, p: Params) -> Params:
     memory = ls.workspaces.resolve(p["workspaceUri"])
     topics = [topic_json(t) for t in memory.topics()]
-    budget = memory.window.config.history_budget
-    return {"topics": topics, "budget": budget, "used": memory.used_tokens()}
+    upcoming = memory.next_render(p["threadId"])
+    return {
+        "topics": topics,
+        "budget": upcoming.budget,
+        "used": upcoming.tokens,
+        "threadId": p["threadId"],
+        "rendered": rendered_topics_json(upcoming),
+        "omittedTopics": list(upcoming.omitted_topics),
+    }
 
 
 def preview_topic(ls: Host, p: Params) -> Params:
-    topic, messages = ls.workspaces.resolve(p["workspaceUri"]).preview(p["topicId"])
-    return {"topic": topic_json(topic), "messages": [message_json(m) for m in messages]}
+    memory = ls.workspaces.resolve(p["workspaceUri"])
+    topic, messages = memory.preview(p["topicId"])
+    return {"topic": topic_json(topic), "messages": messages_json(memory.attached(messages))}
 
 
 def expand_topic(ls: Host, p: Params) -> Params:
-    topic, messages = ls.workspaces.resolve(p["workspaceUri"]).expand(p["topicId"])
-    return {"topic": topic_json(topic), "messages": [message_json(m) for m in messages]}
+    memory = ls.workspaces.resolve(p["workspaceUri"])
+    topic, messages = memory.expand(p["topicId"])
+    return {"topic": topic_json(topic), "messages": messages_json(memory.attached(messages))}
 
 
 def collapse_topic(ls: Host, p: Params) -> Params:
