@@ -463,13 +463,19 @@ async function main() {
       await page.mouse.move(box.x + 600, 10); // no row hovered: no inline actions
       const width = (await sidebar.boundingBox()).width;
       if (Math.abs(width - 300) > 3) throw new Error(`the sidebar is ${width} px wide, not 300`);
-      const clipped = await topicRows.evaluateAll((rows) => rows.map((row) => {
-        const box = row.querySelector('.monaco-icon-label-container');
-        const description = row.querySelector('.label-description');
-        return box && description && (box.scrollWidth > box.clientWidth + 1 ||
-          description.getBoundingClientRect().right > box.getBoundingClientRect().right + 1)
-          ? row.innerText.replace(/\s+/g, ' ') : null;
-      }).filter(Boolean));
+      // each row hovered, so its inline actions (Pin, Drop) take their room too
+      const clipped = [];
+      for (const row of await topicRows.all()) {
+        await row.hover();
+        await sleep(150);
+        const cut = await row.evaluate((el) => {
+          const box = el.querySelector('.monaco-icon-label-container');
+          const description = el.querySelector('.label-description');
+          return Boolean(box && description && (box.scrollWidth > box.clientWidth + 1 ||
+            description.getBoundingClientRect().right > box.getBoundingClientRect().right + 1));
+        });
+        if (cut) clipped.push((await row.innerText()).replace(/\s+/g, ' '));
+      }
       log(`300 px sidebar: ${await topicRows.count()} rows, clipped: ${JSON.stringify(clipped)}`);
       await shot('07c-sidebar-300px');
       if (clipped.length) throw new Error(`rows cut off at 300 px: ${clipped.join(' | ')}`);

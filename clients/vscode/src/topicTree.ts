@@ -140,9 +140,10 @@ export function topicTooltip(topic: Topic, placement: Placement,
   return md;
 }
 
-/** Characters of title and figure that a 300 px sidebar shows whole, inline actions included
- *  (~7 px each): the title gives way so the figure is never cut off; the tooltip has it all. */
-export const ROW_CHARS = 27;
+/** Characters of title and figure that a 300 px sidebar shows whole beside the inline actions
+ *  (~7.5 px each, in every theme): the title gives way so the figure is never cut off; the
+ *  tooltip has it all. */
+export const ROW_CHARS = 24;
 
 export function topicItem(topic: Topic, placement: Placement, folders?: readonly string[]): vscode.TreeItem {
   const description = topicDescription(topic, placement);
