@@ -289,6 +289,7 @@ async function main() {
     'topicForest.chatModel': 'openai/stub',
     'topicForest.summaryModels': ['openai/stub'], 'topicForest.apiBase': apiBase,
     'topicForest.historyBudget': 1024,
+    'topicForest.models': ['openai/stub', 'openai/stub-two'], // the chat's model picker
   }, null, 2));
   const tInstall = Date.now();
   installVsix();
@@ -506,6 +507,49 @@ async function main() {
       await setTheme(page, 'Dark Modern');
     };
 
+    // the chat's side of issue 15: selection to chat, an @file mention, the model picker
+    const chatFeatures = async () => {
+      const chat = chatView(page);
+      const replies = chat.locator('.msg.assistant:not(.streaming)');
+      // selection to chat: lexer.py selected in its editor, then "Add Selection to Chat"
+      await page.keyboard.press('F1'); // the palette without ">" is Go to File
+      await page.locator('.quick-input-widget input').fill('lexer.py');
+      // the file itself (the open topic preview's name has "lexer.py" in it too)
+      const file = page.locator('.quick-input-list .monaco-list-row', { has: page.locator('.label-name', { hasText: /^lexer\.py$/ }) }).first();
+      await file.waitFor({ timeout: 10_000 });
+      await file.click();
+      await page.locator('.tabs-container .tab.active', { hasText: 'lexer.py' }).first().waitFor({ timeout: 10_000 });
+      await page.locator('.editor-group-container .monaco-editor .view-lines').first().click();
+      await page.keyboard.press('Control+A');
+      await runCommand(page, 'Topic Forest: Add Selection to Chat');
+      const pending = chat.locator('#chips .chip');
+      await pending.filter({ hasText: /^lexer\.py:1-2/ }).first().waitFor({ timeout: 10_000 });
+      // an @file mention: "@lex" lists src/lexer.py, Tab takes it
+      const input = chat.locator('#input');
+      await input.click();
+      await input.pressSequentially('@lex');
+      await chat.locator('#mentions li', { hasText: 'lexer.py' }).first().waitFor({ timeout: 10_000 });
+      await input.press('Tab');
+      await waitFor('a second chip', async () => (await pending.count()) === 2);
+      let before = await replies.count();
+      await input.pressSequentially('What does tokenize return?');
+      await input.press('Enter');
+      await waitReply(page, before + 1);
+      const sentChips = (await chat.locator('.msg.user').last().locator('.chip').allInnerTexts()).map((t) => t.replace(/×/g, '').trim());
+      log(`sent with attachments: ${JSON.stringify(sentChips)}`);
+      if (!sentChips.some((c) => /^lexer\.py:1-2/.test(c)) || !sentChips.includes('lexer.py')) {
+        throw new Error(`the sent message lacks its chips: ${JSON.stringify(sentChips)}`);
+      }
+      await shot('07e-attachments');
+      // the model picker lists chatModel and topicForest.models; the choice is used and kept
+      const model = chat.locator('#model');
+      await model.selectOption('openai/stub-two');
+      before = await replies.count();
+      await sendMessage(page, 'And what would the other model say?');
+      await waitReply(page, before + 1);
+      log(`model picker: ${await model.inputValue()} of ${JSON.stringify(await model.locator('option').allInnerTexts())}`);
+    };
+
     // ------------------------------------------------------------ drop, restore, preview
     const row = topicRows.first();
     // found by the whole title its accessible label starts with (the row's label is cut to fit)
@@ -588,6 +632,7 @@ async function main() {
     await contextViewMatchesBudget('07b-what-the-model-sees');
     await sidebarAt300px();
     await themeScreenshots();
+    await chatFeatures();
 
     // ------------------------------------------------------------ reload: history comes back
     // A reload restarts the extension host and the server; the thread id survives in
@@ -601,6 +646,8 @@ async function main() {
     mark('historyAfterReload', tH);
     log(`after reload the chat shows ${restored} messages from the thread history`);
     if (restored < TURNS.length * 2) throw new Error(`expected the whole thread back, got ${restored} messages`);
+    await waitFor('the model picker to keep openai/stub-two', async () =>
+      (await again.locator('#model').inputValue()) === 'openai/stub-two', 10_000);
     await shot('08-history-after-reload');
 
     // ------------------------------------------------------------ Restart Server from the palette
@@ -718,6 +765,12 @@ async function main() {
     // a new thread: the budget, the marks and the context view are the new thread's
     await runCommand(page, 'Topic Forest: New Chat Thread');
     await contextViewMatchesBudget('14-new-thread-what-the-model-sees', undefined);
+    // switching threads: the old one from the thread list, its messages and its budget back
+    await runCommand(page, 'Topic Forest: Chat Threads…');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'In src/lexer.py my tokenize()' }).first().click();
+    await thread.locator('.msg.user', { hasText: 'my tokenize() function uses re.match' }).first().waitFor({ timeout: 20_000 });
+    log(`switched back: ${await thread.locator('.msg').count()} messages`);
+    await contextViewMatchesBudget('15-switched-thread-what-the-model-sees');
     passed++;
     timings.total = Date.now() - t0;
     console.log(`TIMINGS_MS ${JSON.stringify(timings)}`);
