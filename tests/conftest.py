@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,3 +27,21 @@ requires_shared_eval = pytest.mark.skipif(
     reason=f"labelled eval conversations not found at {SHARED_EVAL} "
     "(CI has ../shared beside the repo)",
 )
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Any]:
+    """One real PostgreSQL server for the session (see topicforest.testing.postgres); tests that
+    need it skip, saying why, only where it cannot be installed or started."""
+    try:
+        import psycopg  # noqa: F401  (the `team` extra, part of `dev`)
+    except ImportError as exc:
+        pytest.skip(f"PostgreSQL tests need psycopg (pip install -e '.[dev]'): {exc}")
+    from topicforest.testing.postgres import TempPostgres, Unavailable
+
+    try:
+        server = TempPostgres().start()
+    except Unavailable as exc:
+        pytest.skip(f"PostgreSQL is not available here: {exc}")
+    yield server
+    server.stop()

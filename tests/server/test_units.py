@@ -212,3 +212,53 @@ async def test_a_log_line_sent_to_the_client_is_not_repeated_on_stderr() -> None
         root.removeHandler(stderr)
     assert sent == ["topicforest.test_units: memory opened"]
     assert stream.getvalue() == "pygls.fake: pygls says\n"
+
+
+async def test_an_early_log_line_reaches_the_client_channel_once() -> None:
+    """Logged while `early` answers: held, then sent as logMessage once the client said
+    `initialized` — not also written to stderr, which editors show in the same channel."""
+    import asyncio
+    import io
+    import logging
+    from types import SimpleNamespace
+
+    from topicforest.server.early import Backlog
+    from topicforest.server.logbridge import LogBridge
+    from topicforest.server.stdio import RedactingFormatter, StderrHandler
+
+    sent: list[str] = []
+    client = SimpleNamespace(
+        protocol=SimpleNamespace(writer=object()),
+        window_log_message=lambda params: sent.append(params.message),
+    )
+    stream = io.StringIO()
+    stderr = StderrHandler(stream)
+    stderr.setFormatter(RedactingFormatter("%(name)s: %(message)s"))
+    ours = logging.getLogger("topicforest.test_units")
+    root = logging.getLogger()
+    root.addHandler(stderr)
+    held = Backlog(logging.INFO)
+    ours.addHandler(held)
+    try:
+        ours.warning("workspace memory opened")
+        ours.removeHandler(held)
+        bridge = LogBridge(client)  # type: ignore[arg-type]
+        bridge.backlog, held.records = held.records, []  # as Front.take_logs hands them over
+        bridge.attach(asyncio.get_running_loop())
+        assert sent == ["topicforest.test_units: workspace memory opened"]
+        assert stream.getvalue() == ""
+
+        # the server never started, or the client never said `initialized`: stderr gets them
+        ours.addHandler(held)
+        ours.warning("the store is locked")
+        ours.removeHandler(held)
+        held.spill()
+        lost = logging.LogRecord("topicforest.x", logging.ERROR, "", 0, "lost?", (), None)
+        bridge.backlog = [lost]
+        bridge.spill()
+    finally:
+        ours.removeHandler(held)
+        root.removeHandler(stderr)
+    locked = "topicforest.test_units: the store is locked\n"
+    assert stream.getvalue() == locked + "topicforest.x: lost?\n"
+    assert len(sent) == 1

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
+import uuid
 from collections.abc import Iterator
 from dataclasses import asdict
 from importlib import resources
@@ -79,6 +81,53 @@ def centroid_state(c: Centroid) -> tuple[object, ...]:
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "store" / "memory.sqlite3"
+
+
+class Memory:
+    """One memory on one backend; `open()` gives another Store on it, as another window or
+    process would have. `spec` names it for a worker process (a path, or URL#identity)."""
+
+    def __init__(self, kind: str, db_path: Path, url: str | None = None) -> None:
+        self.kind = kind
+        self.db_path = db_path
+        self.url = url
+        self.identity = f"example.com/team/{uuid.uuid4().hex}"  # a fresh memory per test
+        self.opened: list[Store] = []
+
+    @property
+    def spec(self) -> str:
+        return str(self.db_path) if self.url is None else f"{self.url}#{self.identity}"
+
+    def open(self, **kwargs: Any) -> Store:
+        store = open_spec(self.spec, **kwargs)
+        self.opened.append(store)
+        return store
+
+    def close(self) -> None:
+        for store in self.opened:
+            with contextlib.suppress(Exception):
+                store.close()
+
+
+def open_spec(spec: str, **kwargs: Any) -> Store:
+    """A Store on `spec`: a SQLite path, or `postgresql://…#identity`."""
+    if spec.startswith("postgresql://"):
+        from topicforest.store.postgres import PostgresBackend
+
+        url, identity = spec.split("#", 1)
+        return Store(PostgresBackend(url, identity), **kwargs)
+    return Store(spec, **kwargs)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def memory(request: pytest.FixtureRequest, db_path: Path) -> Iterator[Memory]:
+    """The same test on both backends: the embedded SQLite file and a real PostgreSQL."""
+    url = None
+    if request.param == "postgresql":
+        url = request.getfixturevalue("postgres").url()
+    opened = Memory(request.param, db_path, url)
+    yield opened
+    opened.close()
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lsprotocol import types
 from pytest_lsp import ClientServerConfig
 
 from topicforest.store import Lease, Store, store_path
@@ -52,9 +53,7 @@ class Windows:
         client: Client = await config.start()  # type: ignore[assignment]
         await start(client, self.folder, self.settings(f"openai/summary-{name}"))
         self.clients.append(client)
-        # Summaries wait for the window's litellm worker to import litellm; `settled_topics`
-        # sees quiet from the stub's side, so it must not start before the worker can answer.
-        await until(lambda: any("litellm ready" in m.message for m in client.log_messages), 60)
+        await worker_ready(client)
         return client
 
     @property
@@ -78,6 +77,12 @@ async def windows(tmp_path: Path, stub: ThreadedStubLLM) -> AsyncIterator[Window
     opened = Windows(folder, stub)
     yield opened
     await opened.close()
+
+
+async def worker_ready(client: Client) -> None:
+    """Until the window's litellm worker has imported litellm: summaries wait for it, and
+    `settled_topics` sees quiet from the stub's side only."""
+    await until(lambda: any("litellm ready" in m.message for m in client.log_messages), 60)
 
 
 def pid(client: Client) -> int:
@@ -111,13 +116,25 @@ async def chat_turns(client: Client, thread: str, count: int) -> list[int]:
     return acked
 
 
+def summarizing(client: Client) -> bool:
+    """Whether a work-done progress the server began (summaries) has not ended."""
+    return any(
+        not reports or not isinstance(reports[-1], types.WorkDoneProgressEnd)
+        for reports in client.progress_reports.values()
+    )
+
+
 async def settled_topics(stub: ThreadedStubLLM, *clients: Client) -> list[dict[str, Any]]:
     """The windows' common topic list once background work is quiet and they all agree."""
     seen: list[Any] = []
 
     async def agree() -> list[dict[str, Any]] | None:
         lists = [(await c.call("listTopics"))["topics"] for c in clients]
-        busy = any(r.finished is None for r in stub.calls("summary"))
+        # busy: a summary at the stub, or one the server is still making (its progress is
+        # open: the request may be on its way through the litellm worker)
+        busy = any(r.finished is None for r in stub.calls("summary")) or any(
+            summarizing(c) for c in clients
+        )
         stable = bool(seen) and lists == seen[-1]
         seen.append(lists)
         if lists[0] and stable and not busy and all(t == lists[0] for t in lists):

@@ -14,17 +14,17 @@ from topicforest.engine.tokens import estimate_tokens
 from topicforest.store import Store
 from topicforest.store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
-from .conftest import sample_messages, state_of, synthetic
+from .conftest import Memory, sample_messages, state_of, synthetic
 from .test_store import feed
 
 
-def test_a_deletion_in_one_window_is_what_every_window_and_a_restart_see(db_path: Path) -> None:
-    a = Store(db_path)
+def test_a_deletion_in_one_window_is_what_every_window_and_a_restart_see(memory: Memory) -> None:
+    a = memory.open()
     window = a.open_window()
     feed(window, sample_messages() + list(synthetic(80)), threads=3)
     asyncio.run(resolve_all(window, ExtractiveSummarizer()))
     window.pin(window.topic_ids()[0])
-    b = Store(db_path)
+    b = memory.open()
     other = b.open_window()
     doomed = a.thread_message_ids("thread-1")
     assert doomed and any(m in window.forest for m in doomed) and window.hot_messages("thread-1")
@@ -34,7 +34,7 @@ def test_a_deletion_in_one_window_is_what_every_window_and_a_restart_see(db_path
     assert changed and a.thread_message_ids("thread-1") == []
     assert "thread-1" not in [t.thread_id for t in a.threads()]
     assert b.refresh()  # the other window reloads whole: same state as a fresh open
-    reopened = Store(db_path).open_window()
+    reopened = memory.open().open_window()
     assert state_of(other) == state_of(window) == state_of(reopened)
     assert not set(doomed) & set(other.forest)
     assert all(not set(doomed) & s.covered for s in other.summaries.values())
@@ -46,8 +46,8 @@ def test_a_deletion_in_one_window_is_what_every_window_and_a_restart_see(db_path
     )
 
 
-def test_attachments_are_stored_beside_the_message_and_deleted_with_it(db_path: Path) -> None:
-    store = Store(db_path)
+def test_attachments_are_stored_beside_the_message_and_deleted_with_it(memory: Memory) -> None:
+    store = memory.open()
     window = store.open_window()
     sent = fit(
         [Attachment("selection", "src/a.py", "x = 1\ny = 2", (4, 5), "python")],
@@ -58,7 +58,7 @@ def test_attachments_are_stored_beside_the_message_and_deleted_with_it(db_path: 
         message = window.append("t", "user", "look [attached src/a.py:5-6]")
         store.attachments.add(message.id, sent)
     store.close()
-    reopened = Store(db_path)
+    reopened = memory.open()
     assert reopened.attachments.refs([message.id]) == {message.id: [sent[0].ref]}
     assert reopened.attachments.sent(message.id) == sent
     reopened.attachments.remove([message.id])
@@ -81,7 +81,7 @@ def test_a_database_of_schema_2_opens_and_keeps_its_messages(db_path: Path) -> N
     old.close()
 
     store = Store(db_path)
-    assert store.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    assert store.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
     window = store.open_window()
     assert window.hot_messages("t")[0].content == "kept from before"
     assert store.meta_int("deletions") == 0 and store.attachments.refs([1]) == {}

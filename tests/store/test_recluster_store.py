@@ -9,7 +9,7 @@ from pathlib import Path
 
 from topicforest.store import Store
 
-from .conftest import state_of
+from .conftest import Memory, state_of
 
 SAMPLE = Path(__file__).parents[2] / "server/topicforest/data/sample_conversation.json"
 
@@ -30,20 +30,20 @@ def replay_with_reclustering(store: Store) -> int:
     return changed
 
 
-def test_reclustered_topics_reload_exactly(db_path: Path) -> None:
-    store = Store(db_path)
+def test_reclustered_topics_reload_exactly(memory: Memory) -> None:
+    store = memory.open()
     window = store.open_window()
     assert replay_with_reclustering(store) > 0, "the sample should need some re-clustering"
     assert window.refiner.rounds > 0
     before = state_of(window)
     store.close()
 
-    reopened = Store(db_path)
+    reopened = memory.open()
     assert state_of(reopened.open_window()) == before
 
 
-def test_another_window_follows_reclustering(db_path: Path) -> None:
-    a, b = Store(db_path), Store(db_path)
+def test_another_window_follows_reclustering(memory: Memory) -> None:
+    a, b = memory.open(), memory.open()
     wa, wb = a.open_window(), b.open_window()
     wa.append("chat", "user", "Where do we keep the Alembic migrations?")
     assert b.refresh()  # b has loaded an early state; then a re-clusters a whole conversation

@@ -20,7 +20,7 @@ from topicforest.engine.window import ContextWindow
 from topicforest.store import Store, StoreError, store_path
 from topicforest.store.schema import SCHEMA_VERSION
 
-from .conftest import sample_messages, state_of, synthetic
+from .conftest import Memory, sample_messages, state_of, synthetic
 
 
 def feed(window: ContextWindow, messages: list[tuple[str, str]], threads: int = 2) -> None:
@@ -41,8 +41,8 @@ def build(window: ContextWindow) -> None:
     window.flush_thread("thread-0")
 
 
-def test_restart_restores_exact_state(db_path: Path) -> None:
-    store = Store(db_path)
+def test_restart_restores_exact_state(memory: Memory) -> None:
+    store = memory.open()
     window = store.open_window()
     build(window)
     before = state_of(window)
@@ -51,29 +51,28 @@ def test_restart_restores_exact_state(db_path: Path) -> None:
     assert (True, False) in flags and (False, True) in flags
     store.close()
 
-    reopened = Store(db_path).open_window()
+    reopened = memory.open().open_window()
     assert state_of(reopened) == before
     # No re-summarization: nothing that was clean is dirty after the restart.
     assert reopened.dirty_topic_ids() == before["dirty"]
 
 
-def test_stored_window_behaves_like_the_plain_engine(store: Store) -> None:
+def test_stored_window_behaves_like_the_plain_engine(memory: Memory) -> None:
     plain = ContextWindow()
     build(plain)
-    stored = store.open_window()
+    stored = memory.open().open_window()
     build(stored)
     assert state_of(stored) == state_of(plain)
     query = "which port does postgres listen on"
     assert stored.render(query=query).text() == plain.render(query=query).text()
 
 
-def test_append_is_durable_before_it_returns(store: Store, db_path: Path) -> None:
-    window = store.open_window()
+def test_append_is_durable_before_it_returns(memory: Memory) -> None:
+    window = memory.open().open_window()
     message = window.append("t", "user", "Where is parse_config defined?")
-    other = sqlite3.connect(db_path)  # a different connection, as another process would be
-    row = other.execute("SELECT thread_id, content FROM messages WHERE id = ?", (message.id,))
-    assert row.fetchone() == ("t", "Where is parse_config defined?")
-    other.close()
+    other = memory.open()  # a different connection, as another process would be
+    row = other.conn.execute("SELECT thread_id, content FROM messages WHERE id = ?", (message.id,))
+    assert tuple(row.fetchone()) == ("t", "Where is parse_config defined?")
 
 
 def test_every_commit_is_fsynced_before_it_is_acknowledged(
@@ -102,7 +101,8 @@ def test_every_commit_is_fsynced_before_it_is_acknowledged(
     assert synced == [wal, wal]
 
 
-def test_invalid_message_stores_nothing(store: Store) -> None:
+def test_invalid_message_stores_nothing(memory: Memory) -> None:
+    store = memory.open()
     window = store.open_window()
     window.append("t", "user", "first")
     with pytest.raises(InvalidMessage):
@@ -131,7 +131,8 @@ def test_default_path_is_keyed_by_workspace(tmp_path: Path) -> None:
     assert store_path(a, tmp_path / "custom").parent == tmp_path / "custom"
 
 
-def test_threads_and_history(store: Store) -> None:
+def test_threads_and_history(memory: Memory) -> None:
+    store = memory.open()
     window = store.open_window()
     window.append("one", "user", "How do I configure ruff?", timestamp=10.0)
     window.append("one", "assistant", "Add [tool.ruff] to pyproject.toml", timestamp=11.0)
@@ -252,3 +253,22 @@ def test_in_memory_state_is_rebuilt_when_a_commit_fails(db_path: Path) -> None:
         window.flush_thread(next(iter(window.hot)))
     store.conn.execute("PRAGMA query_only = 0")
     assert state_of(window) == before
+
+
+def test_threads_are_per_person_topics_are_shared(memory: Memory) -> None:
+    """A team memory: each person lists and reads only their own threads; everyone's
+    messages form the same topics, and a drop by one is a drop for all."""
+    ann, bob = memory.open(user="ann"), memory.open(user="bob")
+    wa, wb = ann.open_window(), bob.open_window()
+    feed(wa, list(synthetic(40)), threads=1)
+    wb.append("bob-1", "user", "Does create_invoice validate due_date with alembic?")
+    wa.flush_thread("thread-0")
+    assert [t.thread_id for t in ann.threads()] == ["thread-0"]
+    assert [t.thread_id for t in bob.threads()] == ["bob-1"]
+    assert bob.thread_history("thread-0") == []  # not bob's
+    assert [m.thread_id for m in bob.thread_history("bob-1")] == ["bob-1"]
+    assert bob.refresh()
+    topics = wa.topic_ids()
+    assert topics and wb.topic_ids() == topics  # the topics are everyone's
+    wb.drop(topics[0])
+    assert ann.refresh() and wa.topic(topics[0]).dropped

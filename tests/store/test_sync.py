@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import pytest
 
@@ -13,7 +12,7 @@ from topicforest.engine.summarize.extractive import ExtractiveSummarizer
 from topicforest.store import Store
 from topicforest.store.watcher import watch_store
 
-from .conftest import sample_messages, state_of, synthetic
+from .conftest import Memory, sample_messages, state_of, synthetic
 
 
 def fill(store: Store) -> None:
@@ -29,8 +28,8 @@ async def fill_async(store: Store) -> None:
     await resolve_all(window, ExtractiveSummarizer())
 
 
-def test_refresh_loads_exactly_what_the_other_process_did(db_path: Path) -> None:
-    a, b = Store(db_path), Store(db_path)
+def test_refresh_loads_exactly_what_the_other_process_did(memory: Memory) -> None:
+    a, b = memory.open(), memory.open()
     wa, wb = a.open_window(), b.open_window()
     fill(a)
     assert len(wa.topic_ids()) > 3 and state_of(wb) != state_of(wa)
@@ -54,8 +53,8 @@ def test_refresh_loads_exactly_what_the_other_process_did(db_path: Path) -> None
     )
 
 
-def test_changes_apply_to_current_state_not_a_stale_copy(db_path: Path) -> None:
-    a, b = Store(db_path), Store(db_path)
+def test_changes_apply_to_current_state_not_a_stale_copy(memory: Memory) -> None:
+    a, b = memory.open(), memory.open()
     wa, wb = a.open_window(), b.open_window()
     fill(a)
     b.refresh()
@@ -73,8 +72,8 @@ def test_changes_apply_to_current_state_not_a_stale_copy(db_path: Path) -> None:
     assert survivor in wa.pinned
 
 
-async def test_watcher_reports_another_process_commit(db_path: Path) -> None:
-    a, b = Store(db_path), Store(db_path)
+async def test_watcher_reports_another_process_commit(memory: Memory) -> None:
+    a, b = memory.open(), memory.open()
     wa, wb = a.open_window(), b.open_window()
     await fill_async(a)
     b.refresh()
@@ -90,12 +89,12 @@ async def test_watcher_reports_another_process_commit(db_path: Path) -> None:
     await asyncio.wait_for(watcher, timeout=3)
 
 
-def test_refreshes_within_and_across_idf_epochs_equal_a_fresh_open(db_path: Path) -> None:
+def test_refreshes_within_and_across_idf_epochs_equal_a_fresh_open(memory: Memory) -> None:
     """Another window's graduations arrive as deltas. Within an IDF epoch they only add counts
     and brand-new terms, applied in place (no new epoch, so not every centroid's norm is
     recomputed); across one the weights reload. Either way the window equals one opened afresh:
     the same state and the same render for a query (which ranks topics by their norms)."""
-    a, b = Store(db_path), Store(db_path)
+    a, b = memory.open(), memory.open()
     wa, wb = a.open_window(), b.open_window()
     query = "pg_isready healthcheck in docker compose and the loader workers"
     in_place = 0
@@ -107,7 +106,7 @@ def test_refreshes_within_and_across_idf_epochs_equal_a_fresh_open(db_path: Path
         epoch = wb.embedder.epoch
         b.refresh()
         in_place += wb.embedder.epoch == epoch and wb.embedder.n_docs > 0
-        fresh = Store(db_path)
+        fresh = memory.open()
         try:
             wc = fresh.open_window()
             assert state_of(wb) == state_of(wc)

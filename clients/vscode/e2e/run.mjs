@@ -4,7 +4,15 @@
 // model plays the LLM; headless Chromium (playwright-core) drives the workbench.
 // Case 1: first start, chat, topics, drop/restore/preview, reload, restart, a bad interpreter.
 // Case 2: the environment is deleted between two starts: rebuilt, memory intact.
+// Issue 15 steps: the Topics welcome, the in-request marks, "What the Model Sees" against the
+// budget shown, a new thread, the tree at a 300 px sidebar, and light / dark / High Contrast
+// screenshots of the chat and the tree (into docs/img/, shown in docs/client.md).
 // Screenshots and logs go to artifacts/e2e/.
+//
+// Steps for another branch's features go next to these with the helpers below (openChat,
+// sendMessage, waitReply, runCommand, waitFor). A step whose feature is on a branch not merged
+// yet runs inside `check(name, branch, fn)` with the branch in AWAITING: its failure is reported
+// (and the run goes on); once the branch is merged, remove it from AWAITING and it counts.
 //
 // env: E2E_HOME (/opt/topicforest-e2e)  TOPICFOREST_PYTHON (../../.venv/bin/python: the stub model)
 //      TF_E2E_PORT (default: a free port)  CHROMIUM_PATH (/usr/bin/chromium)
@@ -26,6 +34,9 @@ const ART = path.join(CLIENT, 'artifacts/e2e');
 const RUN = path.join(E2E_HOME, 'run');          // per-run state: user data, extensions, workspace
 const STUB_KEY = 'sk-stub-not-a-secret';           // the stub ignores it; litellm wants one set
 const ENV_TIMEOUT = 420_000;   // building the environment: ~40 s from pip's cache, minutes without
+const DOCS_IMG = path.join(REPO, 'docs/img');
+// Branches whose features some checks below need, not merged yet (see `check`).
+const AWAITING = new Set([]);
 const t0 = Date.now();
 const timings = {};
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -144,6 +155,105 @@ async function openContainer(page, activity) {
   if (!(await input.isVisible().catch(() => false)) && !open) await activity.click();
 }
 
+// ---------------------------------------------------------------- helpers for the steps
+const awaited = []; // checks whose branch is not merged yet: { name, branch, error? }
+
+/** Runs one check. For a feature on a branch in AWAITING a failure is reported, not fatal. */
+async function check(name, branch, fn) {
+  if (!branch || !AWAITING.has(branch)) return fn();
+  try {
+    await fn();
+    awaited.push({ name, branch });
+    log(`check "${name}" (needs ${branch}) passes already: take ${branch} out of AWAITING`);
+  } catch (error) {
+    awaited.push({ name, branch, error: error.message });
+    log(`check "${name}" fails until ${branch} is merged: ${error.message}`);
+  }
+}
+
+async function waitFor(what, test, timeout = 20_000) {
+  const end = Date.now() + timeout;
+  while (!(await test())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+/** The chat view's page (inside VS Code's webview iframes). */
+const chatView = (page) => page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
+
+/** Opens the Topic Forest container (the chat view and the Topics view) and waits for the input. */
+async function openChat(page) {
+  const activity = page.locator('.part.activitybar [aria-label="Topic Forest"]').first();
+  await activity.waitFor({ state: 'visible', timeout: 120_000 });
+  await openContainer(page, activity);
+  await chatView(page).locator('#input').waitFor({ state: 'visible', timeout: 60_000 });
+  return chatView(page);
+}
+
+/** Types a message into the chat and sends it. */
+async function sendMessage(page, text) {
+  const input = chatView(page).locator('#input');
+  await input.fill(text);
+  await input.press('Enter');
+}
+
+/** Waits until the chat shows `count` finished replies (or an error) and returns the last one. */
+async function waitReply(page, count, timeout = 60_000) {
+  const chat = chatView(page);
+  const replies = chat.locator('.msg.assistant:not(.streaming)');
+  const errors = chat.locator('.msg.error');
+  try {
+    await waitFor(`reply ${count}`, async () => (await replies.count()) >= count || (await errors.count()) > 0, timeout);
+  } catch (error) {
+    throw new Error(`${error.message}; the chat view shows: ${JSON.stringify(await chat.locator('#log').innerText())}`);
+  }
+  if (await errors.count()) throw new Error(`chat error: ${await errors.first().innerText()}`);
+  return replies.nth(count - 1);
+}
+
+/** Runs a command from the palette by its title ("Topic Forest: Restart Server"). */
+async function runCommand(page, title) {
+  await page.keyboard.press('F1');
+  const quick = page.locator('.quick-input-widget input');
+  await quick.waitFor({ state: 'visible', timeout: 10_000 });
+  await quick.fill(`>${title}`);
+  const exact = new RegExp(`^${title.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
+  const row = page.locator('.quick-input-list .monaco-list-row', { has: page.locator('.label-name', { hasText: exact }) }).first();
+  await row.waitFor({ timeout: 10_000 });
+  await row.click();
+}
+
+/** The Topics view, its top-level rows, and what each row tells a screen reader. */
+const topicsPane = (page) => page.locator('.pane', { has: page.locator('.pane-header', { hasText: /^\s*Topics/ }) });
+const topicRowsOf = (page) => topicsPane(page).locator('.monaco-list-row[role="treeitem"][aria-level="1"]');
+const rowLabels = async (rows) => Promise.all((await rows.all()).map(async (r) => (await r.getAttribute('aria-label')) ?? ''));
+
+/** compactTokens of src/format.ts: how the status bar and the Topics header show a count. */
+function compact(n) {
+  if (n < 1000) return String(n);
+  const k = n / 1000;
+  return `${k < 10 ? k.toFixed(1).replace(/\.0$/, '') : Math.round(k)}k`;
+}
+
+/** Picks a color theme by name from "Preferences: Color Theme". */
+async function setTheme(page, name) {
+  await runCommand(page, 'Preferences: Color Theme');
+  await page.keyboard.type(name);
+  const row = page.locator('.quick-input-list .monaco-list-row', { has: page.locator('.label-name', { hasText: new RegExp(`^${name}$`) }) }).first();
+  await row.waitFor({ timeout: 10_000 });
+  await row.click();
+  await sleep(800); // the workbench and the webviews repaint
+}
+
+/** The colour of an element's text and of what is behind it (the first opaque background up). */
+function colours(el) {
+  const fg = window.getComputedStyle(el).color;
+  let bg = 'rgba(0, 0, 0, 0)';
+  for (let e = el; e && /rgba\(.*, 0\)|transparent/.test(bg); e = e.parentElement) bg = window.getComputedStyle(e).backgroundColor;
+  return { fg, bg };
+}
+
 // ---------------------------------------------------------------- the conversation
 const TURNS = [
   'In src/lexer.py my tokenize() function uses re.match in a loop and it is slow on big inputs. ' +
@@ -179,6 +289,7 @@ async function main() {
     'topicForest.chatModel': 'openai/stub',
     'topicForest.summaryModels': ['openai/stub'], 'topicForest.apiBase': apiBase,
     'topicForest.historyBudget': 1024,
+    'topicForest.models': ['openai/stub', 'openai/stub-two'], // the chat's model picker
   }, null, 2));
   const tInstall = Date.now();
   installVsix();
@@ -226,13 +337,12 @@ async function main() {
       if (!firstLog.includes(line)) throw new Error(`the extension log lacks "${line}"`);
     }
 
-    const waitFor = async (what, check, timeout = 20_000) => {
-      const end = Date.now() + timeout;
-      while (!(await check())) {
-        if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-        await sleep(100);
-      }
-    };
+    // no topics yet: the Topics view shows its welcome content (a view message used to hide it)
+    const welcome = topicsPane(page).locator('.welcome-view-content');
+    await welcome.filter({ hasText: 'No topics yet' }).first().waitFor({ timeout: 20_000 });
+    await welcome.getByRole('button', { name: 'Open Chat' }).first().waitFor({ timeout: 5_000 });
+    log(`topics welcome: ${(await welcome.first().innerText()).replace(/\s+/g, ' ').slice(0, 120)}`);
+    await shot('00b-topics-welcome');
     const inner = () => page.frames().find((f) => f.url().includes('fake.html'));
     const tChat = Date.now();
     for (const [i, text] of TURNS.entries()) {
@@ -247,19 +357,10 @@ async function main() {
           if (last) window.__lengths.push(last.textContent.length);
         }).observe(log, { childList: true, subtree: true, characterData: true });
       });
-      await input.fill(text);
-      await input.press('Enter');
-      const replies = chat.locator('.msg.assistant:not(.streaming)');
-      const errors = chat.locator('.msg.error');
-      try {
-        await waitFor(`reply ${i + 1}`, async () => (await replies.count()) > i || (await errors.count()) > 0, 60_000);
-      } catch (error) {
-        throw new Error(`${error.message}; the chat view shows: ${JSON.stringify(await chat.locator('#log').innerText())}`);
-      }
-      if (await errors.count()) throw new Error(`chat error: ${await errors.first().innerText()}`);
+      await sendMessage(page, text);
+      const reply = await (await waitReply(page, i + 1)).locator('.body').innerText();
       const lengths = await frame.evaluate(() => window.__lengths);
       const partial = new Set(lengths.filter((n) => n > 0));
-      const reply = await replies.nth(i).locator('.body').innerText();
       log(`turn ${i + 1}: reply ${reply.length} chars, ${partial.size} partial renders while streaming`);
       if (partial.size < 2) throw new Error(`turn ${i + 1}: reply did not stream (${JSON.stringify(lengths)})`);
       if (!reply.trim()) throw new Error(`turn ${i + 1}: empty reply`);
@@ -288,7 +389,7 @@ async function main() {
 
     // ------------------------------------------------------------ topic tree fills
     const tT = Date.now();
-    const topicRows = page.locator('.monaco-list-row[role="treeitem"]', { hasText: /\d+ msgs? · / });
+    const topicRows = topicRowsOf(page);
     for (let i = 0; (await topicRows.count()) < 1; i++) {
       if (i > 300) throw new Error('no topics appeared in the tree');
       await sleep(100);
@@ -296,11 +397,164 @@ async function main() {
     mark('topicTreeFilled', tT);
     log(`topics: ${(await topicRows.allInnerTexts()).map((t) => t.replace(/\s+/g, ' ')).join(' | ')}`);
     await shot('03-topics');
+    // every row says whether its topic is in the next request, how, and what it costs there
+    await check('topic rows mark what the next request carries', 'chat-server', async () => {
+      const rows = (await topicRows.allInnerTexts()).map((t) => t.replace(/\s+/g, ' '));
+      const labels = await rowLabels(topicRows);
+      const unmarked = rows.filter((t, i) => !/\d+(\.\d)?k? tok( \+msgs| msgs| full| recall)?$|no room$|not sent$|dropped$/.test(t) ||
+        !/: (In the next request \(#\d+\): .+, \d+ tokens\.|Not sent: no room|Not in the next request|Dropped:)/.test(labels[i]));
+      if (unmarked.length) throw new Error(`rows without an in-request mark: ${unmarked.join(' | ')}`);
+    });
+
+    // ------------------------------------------------------------ issue 15: the context view, the tree's width, themes
+    // "What the Model Sees" opens renderContext {threadId}; the budget shown and the rows marked
+    // as sent must be that render's (the view re-reads itself whenever the tree reloads)
+    // (`budgetNeeds`: the branch the budget check needs; a new thread has no recent messages, so
+    // there the figure was right before the honest budget too)
+    const contextViewMatchesBudget = async (name, budgetNeeds = 'chat-server') => {
+      await runCommand(page, 'Topic Forest: What the Model Sees');
+      await page.locator('.tabs-container .tab', { hasText: 'What the Model Sees' }).first().waitFor({ timeout: 20_000 });
+      const doc = page.locator('.editor-group-container .monaco-editor .view-lines').first();
+      // one line: the editor shows spaces as U+00A0 and wraps long lines
+      const docText = async () => (await doc.innerText()).replace(/[\s\u00a0]+/g, ' ');
+      await waitFor('the render in the context view', async () => /What the model sees/.test(await docText()));
+      const render = async () => {
+        const text = await docText();
+        const m = /(\d+) of (\d+) tokens/.exec(text);
+        const sent = /## Topics sent \((\d+)\)/.exec(text);
+        if (!m || !sent) throw new Error(`no token total or topics in the context view: ${text.slice(0, 300)}`);
+        return { tokens: Number(m[1]), budget: Number(m[2]), sent: Number(sent[1]) };
+      };
+      log(`what the model sees: ${JSON.stringify(await render())}; status bar "${await statusText()}"`);
+      await shot(name);
+      await check('the budget shown is the size of the thread\'s next request', budgetNeeds, async () => {
+        const agree = async () => {
+          const { tokens, budget } = await render();
+          const header = await topicsPane(page).locator('.pane-header').innerText();
+          return (await statusText()).endsWith(`${compact(tokens)}/${compact(budget)}`) &&
+            header.includes(`${compact(tokens)} / ${compact(budget)} tokens`);
+        };
+        await waitFor('the status bar and the Topics header to show the render\'s tokens', agree, 15_000).catch(async () => {
+          throw new Error(`status bar "${await statusText()}", render ${JSON.stringify(await render())}`);
+        });
+      });
+      await check('the rows marked sent are the render\'s topics', 'chat-server', async () => {
+        const marked = (await rowLabels(topicRows)).filter((t) => /: In the next request/.test(t)).length;
+        const { sent } = await render();
+        if (marked !== sent) throw new Error(`${marked} rows marked sent, the render has ${sent} topics`);
+      });
+    };
+
+    // at a 300 px sidebar every topic row shows its figure whole
+    const sidebarAt300px = async () => {
+      const sidebar = page.locator('.part.sidebar').first();
+      const box = await sidebar.boundingBox();
+      const edge = box.x + box.width;
+      const sashes = await page.locator('.monaco-sash.vertical').all();
+      let sash;
+      for (const candidate of sashes) {
+        const b = await candidate.boundingBox();
+        if (b && b.height > 200 && Math.abs(b.x + b.width / 2 - edge) < 6) sash = b;
+      }
+      if (!sash) throw new Error('no sash at the sidebar\'s edge');
+      await page.mouse.move(sash.x + sash.width / 2, sash.y + sash.height / 2);
+      await page.mouse.down();
+      await page.mouse.move(box.x + 300, sash.y + sash.height / 2, { steps: 8 });
+      await page.mouse.up();
+      await page.mouse.move(box.x + 600, 10); // no row hovered: no inline actions
+      const width = (await sidebar.boundingBox()).width;
+      if (Math.abs(width - 300) > 3) throw new Error(`the sidebar is ${width} px wide, not 300`);
+      // each row hovered, so its inline actions (Pin, Drop) take their room too
+      const clipped = [];
+      for (const row of await topicRows.all()) {
+        await row.hover();
+        await sleep(150);
+        const cut = await row.evaluate((el) => {
+          const box = el.querySelector('.monaco-icon-label-container');
+          const description = el.querySelector('.label-description');
+          return Boolean(box && description && (box.scrollWidth > box.clientWidth + 1 ||
+            description.getBoundingClientRect().right > box.getBoundingClientRect().right + 1));
+        });
+        if (cut) clipped.push((await row.innerText()).replace(/\s+/g, ' '));
+      }
+      log(`300 px sidebar: ${await topicRows.count()} rows, clipped: ${JSON.stringify(clipped)}`);
+      await shot('07c-sidebar-300px');
+      if (clipped.length) throw new Error(`rows cut off at 300 px: ${clipped.join(' | ')}`);
+    };
+
+    // light, dark and High Contrast screenshots of the chat and the tree (docs/client.md), with a
+    // reply that has code spans (the stub quotes the question back)
+    const themeScreenshots = async () => {
+      const replies = chatView(page).locator('.msg.assistant:not(.streaming)');
+      const before = await replies.count();
+      await sendMessage(page, 'Is `re.finditer` with a compiled `MASTER` pattern faster than `re.match` in a loop?');
+      await waitReply(page, before + 1);
+      fs.mkdirSync(DOCS_IMG, { recursive: true });
+      for (const [theme, file] of [['Light Modern', 'light'], ['Dark Modern', 'dark'], ['Dark High Contrast', 'hc-dark']]) {
+        await setTheme(page, theme);
+        const target = path.join(DOCS_IMG, `client-${file}.png`);
+        await page.locator('.part.sidebar').first().screenshot({ path: target });
+        fs.copyFileSync(target, path.join(ART, `07d-theme-${file}.png`));
+        log(`screenshot: ${theme} -> ${path.relative(REPO, target)}`);
+      }
+      await check('a code span in the chat is readable in High Contrast', 'chat-webview', async () => {
+        const code = chatView(page).locator('.msg.assistant .body code').last();
+        await code.waitFor({ timeout: 5_000 });
+        const { fg, bg } = await code.evaluate(colours);
+        log(`High Contrast code span: ${fg} on ${bg}`);
+        if (fg === bg) throw new Error(`a code span is ${fg} on ${bg}`);
+      });
+      await setTheme(page, 'Dark Modern');
+    };
+
+    // the chat's side of issue 15: selection to chat, an @file mention, the model picker
+    const chatFeatures = async () => {
+      const chat = chatView(page);
+      const replies = chat.locator('.msg.assistant:not(.streaming)');
+      // selection to chat: lexer.py selected in its editor, then "Add Selection to Chat"
+      await page.keyboard.press('F1'); // the palette without ">" is Go to File
+      await page.locator('.quick-input-widget input').fill('lexer.py');
+      // the file itself (the open topic preview's name has "lexer.py" in it too)
+      const file = page.locator('.quick-input-list .monaco-list-row', { has: page.locator('.label-name', { hasText: /^lexer\.py$/ }) }).first();
+      await file.waitFor({ timeout: 10_000 });
+      await file.click();
+      await page.locator('.tabs-container .tab.active', { hasText: 'lexer.py' }).first().waitFor({ timeout: 10_000 });
+      await page.locator('.editor-group-container .monaco-editor .view-lines').first().click();
+      await page.keyboard.press('Control+A');
+      await runCommand(page, 'Topic Forest: Add Selection to Chat');
+      const pending = chat.locator('#chips .chip');
+      await pending.filter({ hasText: /^lexer\.py:1-2/ }).first().waitFor({ timeout: 10_000 });
+      // an @file mention: "@lex" lists src/lexer.py, Tab takes it
+      const input = chat.locator('#input');
+      await input.click();
+      await input.pressSequentially('@lex');
+      await chat.locator('#mentions li', { hasText: 'lexer.py' }).first().waitFor({ timeout: 10_000 });
+      await input.press('Tab');
+      await waitFor('a second chip', async () => (await pending.count()) === 2);
+      let before = await replies.count();
+      await input.pressSequentially('What does tokenize return?');
+      await input.press('Enter');
+      await waitReply(page, before + 1);
+      const sentChips = (await chat.locator('.msg.user').last().locator('.chip').allInnerTexts()).map((t) => t.replace(/×/g, '').trim());
+      log(`sent with attachments: ${JSON.stringify(sentChips)}`);
+      if (!sentChips.some((c) => /^lexer\.py:1-2/.test(c)) || !sentChips.includes('lexer.py')) {
+        throw new Error(`the sent message lacks its chips: ${JSON.stringify(sentChips)}`);
+      }
+      await shot('07e-attachments');
+      // the model picker lists chatModel and topicForest.models; the choice is used and kept
+      const model = chat.locator('#model');
+      await model.selectOption('openai/stub-two');
+      before = await replies.count();
+      await sendMessage(page, 'And what would the other model say?');
+      await waitReply(page, before + 1);
+      log(`model picker: ${await model.inputValue()} of ${JSON.stringify(await model.locator('option').allInnerTexts())}`);
+    };
 
     // ------------------------------------------------------------ drop, restore, preview
     const row = topicRows.first();
-    const label = (await row.locator('.label-name').first().innerText()).trim();
-    const sameRow = page.locator('.monaco-list-row[role="treeitem"]', { hasText: label });
+    // found by the whole title its accessible label starts with (the row's label is cut to fit)
+    const label = ((await row.getAttribute('aria-label')) ?? '').replace(/: (In the next|Not sent|Not in|Dropped|This server)[\s\S]*$/, '');
+    const sameRow = topicsPane(page).locator(`.monaco-list-row[role="treeitem"][aria-label^="${label.replace(/["\\]/g, '\\$&')}: "]`);
     const statusText = async () => (await status.first().innerText()).trim();
     const before = await statusText();
     log(`first topic "${label}", status bar "${before}"`);
@@ -314,7 +568,7 @@ async function main() {
 
     const tD = Date.now();
     await menu(sameRow.first(), 'Drop');
-    await waitFor('the row to show "dropped"', async () => /dropped/.test(await sameRow.first().innerText()));
+    await waitFor('the row to show "dropped"', async () => /dropped$/.test(await sameRow.first().innerText()));
     await waitFor('the status bar to change', async () => (await statusText()) !== before);
     const dropped = await statusText();
     mark('drop', tD);
@@ -323,7 +577,7 @@ async function main() {
 
     const tR = Date.now();
     await menu(sameRow.first(), 'Restore');
-    await waitFor('the row to lose "dropped"', async () => !/dropped/.test(await sameRow.first().innerText()));
+    await waitFor('the row to lose "dropped"', async () => !/dropped$/.test(await sameRow.first().innerText()));
     await waitFor('the status bar to change back', async () => (await statusText()) !== dropped);
     mark('restore', tR);
     log(`after restore: status bar "${await statusText()}"`);
@@ -351,38 +605,55 @@ async function main() {
     // topic, so the row is no longer found by its old label.)
     const tS = Date.now();
     await waitFor('a summary (a row no longer pending)', async () =>
-      (await topicRows.allInnerTexts()).some((t) => !/summary pending/.test(t)), 60_000);
+      (await rowLabels(topicRows)).some((t) => !/summary pending/.test(t)), 60_000);
     await waitFor('the open preview to show the summary',
       async () => !/No summary yet/.test(await editorText.innerText()), 20_000);
     mark('summaryArrived', tS);
     log(`after the summary: ${(await topicRows.allInnerTexts()).map((t) => t.replace(/\s+/g, ' ')).join(' | ')}`);
     await shot('07-summarized');
 
+    // one topic, one preview tab: with its preview kept open (no longer in preview mode), a
+    // click on one of the topic's message rows shows that tab again, no "Topic N - untitled.md"
+    const first = topicRows.first();
+    await menu(first, 'Preview');
+    await page.locator('.tabs-container .tab.active', { hasText: /^Topic \d+ - / }).first().dblclick(); // keep open
+    const keptOpen = (await tab.allInnerTexts()).map((t) => t.trim());
+    await first.locator('.monaco-tl-twistie').click();
+    const messageRow = topicsPane(page).locator('.monaco-list-row[role="treeitem"][aria-level="2"]').first();
+    await messageRow.waitFor({ timeout: 10_000 });
+    await messageRow.click();
+    await sleep(1500); // a second tab would have opened by now
+    const previews = (await tab.allInnerTexts()).map((t) => t.trim());
+    log(`preview tabs after a message row's click: ${JSON.stringify(previews)}`);
+    if (JSON.stringify(previews) !== JSON.stringify(keptOpen)) {
+      throw new Error(`a message row opened another preview tab: ${JSON.stringify(previews)}, before ${JSON.stringify(keptOpen)}`);
+    }
+    await first.locator('.monaco-tl-twistie').click(); // collapse it again
+    await contextViewMatchesBudget('07b-what-the-model-sees');
+    await sidebarAt300px();
+    await themeScreenshots();
+    await chatFeatures();
+
     // ------------------------------------------------------------ reload: history comes back
     // A reload restarts the extension host and the server; the thread id survives in
     // workspaceState and its messages come back from the store via threadHistory.
     const tH = Date.now();
     await page.reload({ waitUntil: 'domcontentloaded' });
-    await activity.waitFor({ state: 'visible', timeout: 120_000 });
-    const again = page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
-    await openContainer(page, activity);
+    const again = await openChat(page);
     await again.locator('.msg.user', { hasText: 'my tokenize() function uses re.match' }).first()
       .waitFor({ timeout: 60_000 });
     const restored = await again.locator('.msg').count();
     mark('historyAfterReload', tH);
     log(`after reload the chat shows ${restored} messages from the thread history`);
     if (restored < TURNS.length * 2) throw new Error(`expected the whole thread back, got ${restored} messages`);
+    await waitFor('the model picker to keep openai/stub-two', async () =>
+      (await again.locator('#model').inputValue()) === 'openai/stub-two', 10_000);
     await shot('08-history-after-reload');
 
     // ------------------------------------------------------------ Restart Server from the palette
     const tRs = Date.now();
-    await page.keyboard.press('F1');
+    await runCommand(page, 'Topic Forest: Restart Server');
     const quick = page.locator('.quick-input-widget input');
-    await quick.waitFor({ state: 'visible', timeout: 10_000 });
-    await quick.fill('>Topic Forest: Restart Server');
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Restart Server' }).first()
-      .waitFor({ timeout: 10_000 });
-    await page.keyboard.press('Enter');
     // the extension's LogOutputChannel file shows the restart and the new server's start
     await waitFor('"restart requested" and a new server start in the log', async () => {
       const text = extLog();
@@ -463,7 +734,7 @@ async function main() {
     // Stop VS Code, delete the private environment, start again: the extension rebuilds it and the
     // memory (topics, the thread) is all there, since it never lived in the environment.
     // topics are compared by their message counts: a summary landing meanwhile may retitle one
-    const sizes = async () => (await topicRows.allInnerTexts()).map((t) => /(\d+) msgs?/.exec(t)?.[1]).sort();
+    const sizes = async () => (await rowLabels(topicRows)).map((t) => /Source: (\d+) messages?/.exec(t)?.[1]).sort();
     const topicsBefore = await sizes();
     log(`case 2: topics before: ${(await topicRows.allInnerTexts()).map((t) => t.replace(/\s+/g, ' ')).join(' | ')}`);
     const tEnv = Date.now();
@@ -490,6 +761,16 @@ async function main() {
     log(`case 2: rebuilt; ${topicsBefore.length} topics and ${messagesAfter} messages back`);
     if (messagesAfter < TURNS.length * 2) throw new Error(`expected the whole thread back, got ${messagesAfter}`);
     await shot('13-rebuilt-memory-intact');
+
+    // a new thread: the budget, the marks and the context view are the new thread's
+    await runCommand(page, 'Topic Forest: New Chat Thread');
+    await contextViewMatchesBudget('14-new-thread-what-the-model-sees', undefined);
+    // switching threads: the old one from the thread list, its messages and its budget back
+    await runCommand(page, 'Topic Forest: Chat Threads…');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'In src/lexer.py my tokenize()' }).first().click();
+    await thread.locator('.msg.user', { hasText: 'my tokenize() function uses re.match' }).first().waitFor({ timeout: 20_000 });
+    log(`switched back: ${await thread.locator('.msg').count()} messages`);
+    await contextViewMatchesBudget('15-switched-thread-what-the-model-sees');
     passed++;
     timings.total = Date.now() - t0;
     console.log(`TIMINGS_MS ${JSON.stringify(timings)}`);
@@ -531,6 +812,9 @@ try {
   const logs = path.join(RUN, 'ud/logs');
   if (fs.existsSync(logs)) fs.cpSync(logs, path.join(ART, 'vscode-logs'), { recursive: true });
   if (!ok) showLogTails();
+  for (const { name, branch, error } of awaited) {
+    console.log(`awaiting ${branch}: "${name}" ${error ? `fails: ${error}` : 'passes already'}`);
+  }
   console.log(`e2e: ${passed} passed, ${ok ? 0 : 1} failed`);
   process.exit(ok ? 0 : 1);
 }

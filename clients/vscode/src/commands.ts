@@ -2,7 +2,7 @@
 import * as vscode from 'vscode';
 import type { Connection } from './connection';
 import { describeError, errorCode } from './errors';
-import { previewUri } from './preview';
+import { PREVIEW_SCHEME, previewUri, topicIdFromUri } from './preview';
 import { ErrorCodes, type RequestMethod, type Topic } from './protocol';
 import type { Node, TopicTreeProvider } from './topicTree';
 
@@ -57,16 +57,27 @@ export class TopicCommands {
     }
   }
 
+  /** One topic, one preview tab: from the menu, a message row or a link alike. */
   async preview(arg: TopicArg): Promise<void> {
     const topicId = topicIdOf(arg);
     if (topicId === undefined) return;
-    const title = typeof arg === 'object' && arg.kind === 'topic' ? arg.topic.title : '';
     try {
-      const doc = await vscode.workspace.openTextDocument(previewUri({ id: topicId, title }));
+      const doc = await vscode.workspace.openTextDocument(this.previewUriOf(topicId, arg));
       await vscode.window.showTextDocument(doc, { preview: true });
     } catch (error) {
       await this.showError(error);
     }
+  }
+
+  /** The open preview of the topic if there is one (its title may have changed since), else
+   *  one named after the topic's title, whichever way the preview was asked for. */
+  private previewUriOf(topicId: number, arg: TopicArg): vscode.Uri {
+    const open = vscode.workspace.textDocuments.find((d) => d.uri.scheme === PREVIEW_SCHEME &&
+      topicIdFromUri(d.uri) === topicId);
+    if (open) return open.uri;
+    const title = typeof arg === 'object' && arg.kind === 'topic' ? arg.topic.title
+      : this.tree.snapshot?.topics.find((t) => t.id === topicId)?.title ?? '';
+    return previewUri({ id: topicId, title });
   }
 
   async copySummary(arg: TopicArg): Promise<void> {

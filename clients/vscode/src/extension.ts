@@ -3,12 +3,15 @@ import * as vscode from 'vscode';
 import { ChatController, ChatViewProvider } from './chatView';
 import { CodeBlockActions, EditorTracker, PROPOSAL_SCHEME, ProposalProvider } from './codeBlocks';
 import { TopicCommands } from './commands';
+import { CONTEXT_SCHEME, ContextViewProvider } from './contextView';
 import { findBundle, ManagedEnvironment } from './environment';
 import { PREVIEW_SCHEME, PreviewProvider } from './preview';
 import { languageClientFactory } from './languageClient';
+import { modelChoices } from './models';
 import { ServerManager } from './server';
 import { BudgetStatus } from './statusBar';
-import { budgetDescription, TopicTreeProvider } from './topicTree';
+import { TopicTreeProvider } from './topicTree';
+import { TopicsViewState } from './topicsView';
 
 let server: ServerManager | undefined;
 
@@ -20,11 +23,14 @@ export function activate(context: vscode.ExtensionContext): void {
     environment: bundle && new ManagedEnvironment(context.globalStorageUri.fsPath, bundle),
     extensionVersion: (context.extension.packageJSON as { version?: string }).version,
   });
-  const tree = new TopicTreeProvider(server, log);
+  // the tree and the budget describe the next request of the chat's current thread
+  const tree = new TopicTreeProvider(server, () => chat.threadId, log);
   const view = vscode.window.createTreeView('topicForest.topics', { treeDataProvider: tree,
     showCollapseAll: true });
   const status = new BudgetStatus();
+  const topicsView = new TopicsViewState(view, status);
   const preview = new PreviewProvider(server);
+  const contextView = new ContextViewProvider(server);
   const editors = new EditorTracker();
   const proposals = new ProposalProvider();
   const editor = () => editors.editor;
@@ -34,18 +40,16 @@ export function activate(context: vscode.ExtensionContext): void {
     await vscode.commands.executeCommand('topicForest.chat.focus');
     chat.focusInput();
   };
+  const hasModel = () => modelChoices(vscode.workspace.getConfiguration('topicForest')).length > 0;
+  topicsView.hasModel(hasModel());
 
-  tree.onDidLoad(({ used, budget, topics }) => {
-    view.description = budgetDescription(used, budget);
-    view.message = topics.length ? undefined
-      : 'No topics yet. Older chat messages are grouped into topics here as the conversation grows.';
-    status.update(used, budget, topics.length);
+  tree.onDidLoad((result) => {
+    topicsView.loaded(result);
+    contextView.refreshOpen();
   });
   server.onDidChangeState((state) => {
-    status.serverState(state);
-    if (state === 'failed') view.message = 'The Topic Forest server is not running: see the log, ' +
-      'then run "Topic Forest: Restart Server".';
-    // running: load topics; failed: clear the stale ones so only the message shows
+    topicsView.serverState(state);
+    // running: load topics; failed: clear the stale ones so the welcome content shows
     if (state === 'running' || state === 'failed') tree.refresh(0);
     if (state === 'running') chat.serverStarted();
   });
@@ -55,6 +59,9 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.window.registerWebviewViewProvider('topicForest.chat', new ChatViewProvider(
       context.extensionUri, chat), { webviewOptions: { retainContextWhenHidden: true } }),
     vscode.workspace.registerTextDocumentContentProvider(PREVIEW_SCHEME, preview),
+    contextView,
+    vscode.workspace.registerTextDocumentContentProvider(CONTEXT_SCHEME, contextView),
+    vscode.commands.registerCommand('topicForest.showContext', () => contextView.show(chat.threadId)),
     vscode.workspace.registerTextDocumentContentProvider(PROPOSAL_SCHEME, proposals),
     server.onNotification('topicForest/topicsChanged', () => {
       tree.refresh();
@@ -86,7 +93,10 @@ export function activate(context: vscode.ExtensionContext): void {
       vscode.commands.executeCommand('workbench.action.openSettings', 'topicForest.chatModel')),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (event.affectsConfiguration('topicForest.chatModel') ||
-        event.affectsConfiguration('topicForest.models')) chat.configurationChanged();
+        event.affectsConfiguration('topicForest.models')) {
+        chat.configurationChanged();
+        topicsView.hasModel(hasModel());
+      }
       return server?.configurationChanged(event);
     }),
     vscode.window.onDidChangeActiveTextEditor((editor) => {

@@ -2,6 +2,7 @@
 import type * as vscode from 'vscode';
 import { LanguageClient, State } from 'vscode-languageclient/node';
 import type { Launch, ServerProcess } from './server';
+import { serverOutput } from './serverOutput';
 
 export function languageClientFactory(log: vscode.LogOutputChannel): (launch: Launch) => ServerProcess {
   return (launch) => {
@@ -10,7 +11,7 @@ export function languageClientFactory(log: vscode.LogOutputChannel): (launch: La
       args: ['-m', 'topicforest', 'serve'],
       options: { cwd: launch.cwd, env: { ...process.env, PYTHONUNBUFFERED: '1' } },
     }, {
-      outputChannel: log,
+      outputChannel: serverOutput(log),
       initializationOptions: launch.initializationOptions,
       // The chat memory has no documents to sync; an empty selector keeps didOpen/didChange off.
       documentSelector: [],

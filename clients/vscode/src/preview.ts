@@ -4,7 +4,7 @@ import * as vscode from 'vscode';
 import type { Connection } from './connection';
 import { fence, formatTime } from './format';
 import type { Message, Topic } from './protocol';
-import { topicStates } from './topicTree';
+import { displayPath, topicStates } from './topicTree';
 
 export const PREVIEW_SCHEME = 'topicforest-preview';
 
@@ -34,7 +34,7 @@ export function previewMarkdown(topic: Topic, messages: Message[]): string {
     topic.summary ? fence(topic.summary, 'text') : '_No summary yet: it is being written in the background._',
     '',
   ];
-  if (topic.files.length) lines.push(`Files: ${topic.files.map((f) => `\`${f.replace(/`/g, '')}\``).join(', ')}`, '');
+  if (topic.files.length) lines.push(`Files: ${topic.files.map((f) => `\`${displayPath(f).replace(/`/g, '')}\``).join(', ')}`, '');
   lines.push(`## Source messages (${messages.length})`, '');
   for (const m of messages) {
     lines.push(`### ${m.role === 'user' ? 'User' : 'Assistant'} · ${formatTime(m.timestamp)} · ` +

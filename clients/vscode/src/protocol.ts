@@ -184,6 +184,24 @@ export interface TopicsChanged {
   topicIds?: number[];
 }
 
+export interface RenderContextParams {
+  query?: string | null;
+  activeFile?: string | null;
+  threadId?: string | null;
+}
+
+/** Exactly the history the model would receive next ("What the Model Sees"). `topics[].mode`:
+ *  summary, summary+messages, messages, expanded or recalled. */
+export interface RenderContextResult {
+  messages: { role: string; content: string }[];
+  tokens: number;
+  budget: number;
+  topics: ContextTopic[];
+  omittedTopics: number[];
+  hotMessageIds: number[];
+  fallback: boolean;
+}
+
 /** Every request's params may carry the workspace it is about (default: first folder). */
 export interface WorkspaceParam {
   workspaceUri?: string;
@@ -203,6 +221,7 @@ export interface Requests {
     { query: string; limit?: number },
     { results: { topic: Topic; score: number }[] },
   ];
+  'topicForest/renderContext': [RenderContextParams, RenderContextResult];
   'topicForest/listThreads': [Record<string, never>, { threads: ThreadInfo[] }];
   'topicForest/threadHistory': [ThreadHistoryParams, ThreadHistoryResult];
   'topicForest/renameThread': [RenameThreadParams, { thread: ThreadInfo }];
@@ -243,6 +262,10 @@ export const REQUESTS = {
   'topicForest/restoreTopic': { params: ['topicId'], result: ['topic'] },
   'topicForest/pinTopic': { params: ['topicId', 'pinned'], result: ['topic'] },
   'topicForest/searchTopics': { params: ['query', 'limit'], result: ['results'] },
+  'topicForest/renderContext': {
+    params: ['query', 'activeFile', 'threadId'],
+    result: ['messages', 'tokens', 'budget', 'topics', 'omittedTopics', 'fallback'],
+  },
   'topicForest/listThreads': { params: [], result: ['threads'] },
   'topicForest/threadHistory': { params: ['threadId', 'limit'], result: ['threadId', 'messages'] },
   'topicForest/renameThread': { params: ['threadId', 'title'], result: ['thread'] },

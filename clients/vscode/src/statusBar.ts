@@ -1,4 +1,5 @@
-// Status bar: history tokens the next turn will use against the budget; click focuses the tree.
+// Status bar: the history tokens the current thread's next request carries (listTopics {threadId})
+// against the budget; click focuses the tree.
 import * as vscode from 'vscode';
 import type { ServerState } from './connection';
 import { compactTokens } from './format';
@@ -7,10 +8,21 @@ export function budgetText(used: number, budget: number): string {
   return `$(layers) ${compactTokens(used)}/${compactTokens(budget)}`;
 }
 
-export function budgetTooltip(used: number, budget: number, topics: number): string {
+/** How many topics the next request carries and how many it leaves out for lack of room. */
+export interface TopicCounts {
+  sent: number;
+  noRoom: number;
+}
+
+const topics = (n: number) => `${n} topic${n === 1 ? '' : 's'}`;
+
+export function budgetTooltip(used: number, budget: number, counts?: TopicCounts): string {
   const pct = budget > 0 ? Math.round((100 * used) / budget) : 0;
-  return `Topic Forest: the next request carries ${used} of ${budget} history tokens (${pct}%) ` +
-    `from ${topics} topic${topics === 1 ? '' : 's'} and the current thread. Click to show topics.`;
+  const what = counts ? `${topics(counts.sent)} and the current thread's recent messages` +
+    (counts.noRoom ? `; ${topics(counts.noRoom)} left out for lack of room` : '')
+    : 'topics and the current thread\'s recent messages';
+  return `Topic Forest: the next request carries ${used} of ${budget} history tokens (${pct}%): ` +
+    `${what}. Click to show topics.`;
 }
 
 export class BudgetStatus implements vscode.Disposable {
@@ -25,9 +37,9 @@ export class BudgetStatus implements vscode.Disposable {
     this.item.show();
   }
 
-  update(used: number, budget: number, topics: number): void {
+  update(used: number, budget: number, counts?: TopicCounts): void {
     this.item.text = budgetText(used, budget);
-    this.item.tooltip = budgetTooltip(used, budget, topics);
+    this.item.tooltip = budgetTooltip(used, budget, counts);
     this.item.backgroundColor = undefined;
   }
 

@@ -36,7 +36,7 @@ from topicforest.server.framing import BadMessage, FrameParser, Gate, Skipped, d
 from topicforest.server.identity import SERVER_NAME, server_version
 from topicforest.server.protocol import BY_NAME, PREFIX
 from topicforest.server.rpc import Handler, call
-from topicforest.server.stdio import protect_stdout, setup_stderr_logging
+from topicforest.server.stdio import SENT_TO_CLIENT, protect_stdout, setup_stderr_logging, to_stderr
 from topicforest.workspace.registry import Workspaces
 
 log = logging.getLogger(__name__)
@@ -99,14 +99,26 @@ class Memories:
 
 
 class Backlog(logging.Handler):
-    """Our log records until the server can also send them to the client."""
+    """Our log records until the server can send them to the client.
+
+    They are held, not written to stderr too: editors show stderr and window/logMessage in one
+    output channel, so each early line appeared twice. The log bridge writes to stderr what it
+    cannot send, and `spill` does if the server never starts.
+    """
 
     def __init__(self, level: int) -> None:
         super().__init__(level)
         self.records: list[logging.LogRecord] = []
 
     def emit(self, record: logging.LogRecord) -> None:
+        setattr(record, SENT_TO_CLIENT, True)  # the bridge sends it (stderr skips it)
         self.records.append(record)
+
+    def spill(self) -> None:
+        """The server will not start: what was held goes to stderr after all."""
+        records, self.records = self.records, []
+        for record in records:
+            to_stderr(record)
 
 
 def frame(payload: dict[str, Any]) -> bytes:
@@ -286,7 +298,8 @@ class Front:
     # -- the hand-over -----------------------------------------------------------------------
     def take_logs(self) -> list[logging.LogRecord]:
         logging.getLogger("topicforest").removeHandler(self.backlog)
-        return self.backlog.records
+        records, self.backlog.records = self.backlog.records, []
+        return records
 
     def unread(self) -> bytes:
         """What pygls must read before the rest of stdin: the replayed frames, then the bytes
@@ -353,8 +366,16 @@ def run_stdio(log_level: int = logging.INFO) -> int:
     front = Front(stdin, stdout, log_level)
     if os.environ.get(EARLY_ENV, "1") != "0" and os.name == "posix":  # select() on pipes
         front.serve()
-    from topicforest.server import app  # loaded by the front's thread by now, or here
+    try:
+        from topicforest.server import app  # loaded by the front's thread by now, or here
 
-    server = app.create_server(log_level, front.workspaces, front.take_logs())
+        server = app.create_server(log_level, front.workspaces, front.take_logs())
+    except BaseException:
+        front.backlog.spill()
+        raise
     # pygls re-reads the replayed `initialize`: its reader starts from the state before it
-    return server.serve_stdio(stdin, front.writer(stdout), front.unread(), Gate())
+    try:
+        return server.serve_stdio(stdin, front.writer(stdout), front.unread(), Gate())
+    finally:
+        if server.log_bridge:
+            server.log_bridge.spill()

@@ -15,7 +15,12 @@ from collections.abc import Iterable
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from topicforest.server.stdio import SENT_TO_CLIENT, RedactingFormatter, setup_stderr_logging
+from topicforest.server.stdio import (
+    SENT_TO_CLIENT,
+    RedactingFormatter,
+    setup_stderr_logging,
+    to_stderr,
+)
 
 LEVELS = {
     logging.ERROR: types.MessageType.Error,
@@ -37,8 +42,17 @@ class LogBridge(logging.Handler):
         """The server's loop is running (`initialized`): send the backlog, then live records."""
         self.loop = loop
         backlog, self.backlog = self.backlog, []
-        for record in backlog:
+        for record in backlog:  # held back from stderr (`early.Backlog`)
+            setattr(record, SENT_TO_CLIENT, False)
             self.handle(record)
+            if not getattr(record, SENT_TO_CLIENT):
+                to_stderr(record)
+
+    def spill(self) -> None:
+        """The client never said `initialized`: the held backlog goes to stderr after all."""
+        backlog, self.backlog = self.backlog, []
+        for record in backlog:
+            to_stderr(record)
 
     def emit(self, record: logging.LogRecord) -> None:
         if getattr(self._guard, "active", False) or self.server.protocol.writer is None:

@@ -37,6 +37,14 @@ class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         return not getattr(record, SENT_TO_CLIENT, False) and bool(super().filter(record))
 
 
+def to_stderr(record: logging.LogRecord) -> None:
+    """Write a record the client did not get (held for it, then not sent) to stderr."""
+    setattr(record, SENT_TO_CLIENT, False)
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, StderrHandler):
+            handler.handle(record)
+
+
 def setup_stderr_logging(level: int = logging.INFO) -> None:
     """stderr for everything (pygls and litellm quietened), `level` for our own loggers."""
     root = logging.getLogger()

@@ -50,9 +50,12 @@ class StoreBinding:
         *,
         count: TokenCounter = estimate_tokens,
         idle_seconds: float = IDLE_FLUSH_SECONDS,
+        url: str | None = None,
+        user: str | None = None,
     ) -> StoreBinding:
-        """Open (or create) the workspace's store; raises StoreError with a clear message."""
-        store = Store.for_workspace(workspace_folder(workspace_uri), store_dir)
+        """Open (or create) the workspace's store (with `url`, its team memory in PostgreSQL);
+        raises StoreError with a clear message."""
+        store = Store.for_workspace(workspace_folder(workspace_uri), store_dir, url=url, user=user)
         try:
             window = store.open_window(config, count=count)
         except BaseException:
@@ -75,10 +78,13 @@ class StoreBinding:
         ]
 
     async def _upkeep(self, on_lease: Callable[[], None]) -> None:
+        lease = self.store.lease
         while not self._stop.is_set():
             try:
-                if not self.maintainer and self.store.lease.try_acquire():
-                    log.info("this window now maintains %s", self.store.path)
+                if self.maintainer and not await asyncio.to_thread(lease.alive):
+                    log.warning("lost the maintenance lease of %s", self.store.where)
+                if not self.maintainer and await asyncio.to_thread(lease.try_acquire):
+                    log.info("this window now maintains %s", self.store.where)
                     self.store.refresh()
                     on_lease()  # resume whatever the previous maintainer left dirty
                 if self.maintainer and self.flush_idle():

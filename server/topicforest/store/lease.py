@@ -43,6 +43,9 @@ class Lease:
         self._fd = fd
         return True
 
+    def alive(self) -> bool:
+        return self._fd is not None  # nothing but this process's exit takes an flock away
+
     def release(self) -> None:
         fd, self._fd = self._fd, None
         if fd is not None:

@@ -131,6 +131,11 @@ MIGRATIONS: tuple[str, ...] = (
     );
     INSERT OR IGNORE INTO meta (key, value) VALUES ('deletions', 0);
     """,
+    # 4: threads are per person in a team memory; '' = written before owners were recorded
+    # (shown to everyone, as before).
+    """
+    ALTER TABLE threads ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -10,7 +10,6 @@ another-process-committed are the same code path.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -21,6 +20,7 @@ from topicforest.engine.forest import Forest
 from topicforest.engine.messages import Message
 from topicforest.engine.recall import RecallIndex
 from topicforest.engine.window import ContextWindow, Spend, Summary
+from topicforest.store.backend import Connection, Dialect
 
 RootFp = tuple[int, int, bool, bool, bool, int]
 CentroidFp = tuple[int, int, int, int, float, float]
@@ -55,7 +55,8 @@ def reset_window(window: ContextWindow) -> None:
 class Mirror:
     """What this process knows the database holds; see the module docstring."""
 
-    def __init__(self) -> None:
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
         self.rev = -1  # nothing loaded yet
         self.roots: dict[int, RootFp] = {}
         self.placement: dict[int, tuple[int, int]] = {}  # member id -> (root, position)
@@ -102,7 +103,7 @@ class Mirror:
         return (s.calls, s.input_tokens, s.output_tokens)
 
     # -- load --------------------------------------------------------------------------------
-    def load(self, conn: sqlite3.Connection, window: ContextWindow, *, full: bool = False) -> bool:
+    def load(self, conn: Connection, window: ContextWindow, *, full: bool = False) -> bool:
         """Bring `window` up to date with the database; returns whether anything changed."""
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
         rev = int(meta["rev"])
@@ -110,7 +111,7 @@ class Mirror:
         if deletions != self.deletions:  # another window deleted a thread: reload it all
             full = True
         if full or self.rev < 0:
-            self.__init__()  # type: ignore[misc]
+            self.__init__(self.dialect)  # type: ignore[misc]
             reset_window(window)
         elif rev == self.rev:
             return False
@@ -142,12 +143,12 @@ class Mirror:
         if isinstance(recall, StoredRecall):
             recall.planted_elsewhere(planted)
         else:  # the recall index is built when a render first needs it
-            window.recall = StoredRecall(self._recall_loader(conn, window))
+            window.recall = StoredRecall(self._recall_loader(conn, window, self.dialect))
         self.rev = rev
         return True
 
     def _load_doc_freq(
-        self, conn: sqlite3.Connection, window: ContextWindow, meta: dict[str, Any], since: int
+        self, conn: Connection, window: ContextWindow, meta: dict[str, Any], since: int
     ) -> bool:
         """Document frequencies and the IDF they gave at the writer's last epoch, exactly.
 
@@ -184,7 +185,7 @@ class Mirror:
         return True
 
     def _load_forest(
-        self, conn: sqlite3.Connection, window: ContextWindow, meta: dict[str, Any], since: int
+        self, conn: Connection, window: ContextWindow, meta: dict[str, Any], since: int
     ) -> dict[int, int]:
         """Roots and members; returns the changed roots, each with how many of its first members
         were already in place (their positions did not move)."""
@@ -199,11 +200,8 @@ class Mirror:
             return {}
         if since < 0:
             members: dict[int, list[int]] = {root: [] for root in changed}
-            for root, ids in conn.execute(
-                "SELECT root_id, json_group_array(id) FROM (SELECT id, root_id FROM messages"
-                " WHERE root_id IS NOT NULL ORDER BY root_id, pos) GROUP BY root_id"
-            ):
-                members[root] = json.loads(ids)
+            for root, member_ids in self.dialect.member_lists(conn):
+                members[root] = member_ids
             snapshot = {
                 "roots": [
                     {"id": root, "order": order, "version": version, "dropped": bool(dropped),
@@ -225,7 +223,7 @@ class Mirror:
         return kept
 
     @staticmethod
-    def _grown(conn: sqlite3.Connection, forest: Forest, root: int) -> tuple[int, list[int]]:
+    def _grown(conn: Connection, forest: Forest, root: int) -> tuple[int, list[int]]:
         """How many of `root`'s members here the stored list starts with, and the rest of it."""
         keep = forest.size(root) if forest.is_root(root) else 0
         if keep:
@@ -240,7 +238,7 @@ class Mirror:
         return keep, [row[0] for row in tail]
 
     def _load_centroids(
-        self, conn: sqlite3.Connection, window: ContextWindow, since: int, *, norms: bool
+        self, conn: Connection, window: ContextWindow, since: int, *, norms: bool
     ) -> None:
         """Changed centroids; their norms come later from the index's own epoch refresh when
         the IDF changed too (`norms` False), so an open does not pay for them."""
@@ -268,7 +266,7 @@ class Mirror:
             index.centroids[root] = centroid
             self.centroids[root] = self.centroid_fp(centroid)
 
-    def _load_summaries(self, conn: sqlite3.Connection, window: ContextWindow, since: int) -> None:
+    def _load_summaries(self, conn: Connection, window: ContextWindow, since: int) -> None:
         stored = {r[0] for r in conn.execute("SELECT root_id FROM summaries")}
         for root in [r for r in window.summaries if r not in stored]:
             del window.summaries[root]
@@ -281,7 +279,7 @@ class Mirror:
             window.summaries[root] = summary
             self.summaries[root] = self.summary_fp(summary)
 
-    def _load_small_tables(self, conn: sqlite3.Connection, window: ContextWindow) -> None:
+    def _load_small_tables(self, conn: Connection, window: ContextWindow) -> None:
         window.spend = {
             root: Spend(calls, inp, out)
             for root, calls, inp, out in conn.execute(
@@ -296,7 +294,7 @@ class Mirror:
         )
         self.last_planted = dict(window._last_planted)
 
-    def _load_pending(self, conn: sqlite3.Connection, window: ContextWindow, since: int) -> None:
+    def _load_pending(self, conn: Connection, window: ContextWindow, since: int) -> None:
         pending = window.pending_terms
         if since >= 0:
             stored = {r[0] for r in conn.execute("SELECT message_id FROM pending")}
@@ -308,7 +306,7 @@ class Mirror:
             pending[message_id] = Counter(json.loads(terms))
         self.pending = set(pending)
 
-    def _load_hot(self, conn: sqlite3.Connection, window: ContextWindow, since: int) -> None:
+    def _load_hot(self, conn: Connection, window: ContextWindow, since: int) -> None:
         """Hot zones are the messages no topic holds yet, per thread in id order.
 
         After any message change they are read again whole, through the `messages_hot` index:
@@ -331,7 +329,7 @@ class Mirror:
 
     @staticmethod
     def _recall_loader(
-        conn: sqlite3.Connection, window: ContextWindow
+        conn: Connection, window: ContextWindow, dialect: Dialect
     ) -> Callable[[StoredRecall, list[int] | None], None]:
         def load(recall: StoredRecall, ids: list[int] | None) -> None:
             known, forest = window.embedder.df, window.forest
@@ -340,8 +338,7 @@ class Mirror:
                 rows = conn.execute(query + " ORDER BY id")
             else:
                 rows = conn.execute(
-                    query + " AND id IN (SELECT value FROM json_each(?)) ORDER BY id",
-                    (_dumps(ids),),
+                    query + f" AND id {dialect.ids_clause} ORDER BY id", (dialect.ids_param(ids),)
                 )
             for message_id, terms, tokens in rows:
                 if message_id not in forest:  # graduated after our last reload: comes later
@@ -352,7 +349,7 @@ class Mirror:
         return load
 
     # -- save --------------------------------------------------------------------------------
-    def save(self, conn: sqlite3.Connection, window: ContextWindow, rev: int) -> bool:
+    def save(self, conn: Connection, window: ContextWindow, rev: int) -> bool:
         """Write what changed in `window` since the last load/save; returns whether any did."""
         wrote = self._save_forest(conn, window, rev)
         wrote |= self._save_centroids(conn, window, rev)
@@ -364,7 +361,7 @@ class Mirror:
         wrote |= self._save_meta(conn, window)
         return wrote
 
-    def _save_forest(self, conn: sqlite3.Connection, window: ContextWindow, rev: int) -> bool:
+    def _save_forest(self, conn: Connection, window: ContextWindow, rev: int) -> bool:
         forest = window.forest
         current = forest.roots()
         changed: list[tuple[int, int]] = []  # (root, how many of its first members are placed)
@@ -377,8 +374,9 @@ class Mirror:
         if not changed and not gone:
             return False
         conn.executemany(
-            "INSERT OR REPLACE INTO roots (id, ord, version, dropped, pinned, expanded, size, rev)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO roots (id, ord, version, dropped, pinned, expanded, size, rev)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            + _replace("id", "ord", "version", "dropped", "pinned", "expanded", "size", "rev"),
             [(root, *self.roots[root], rev) for root, _ in changed],
         )
         conn.executemany("DELETE FROM roots WHERE id = ?", [(root,) for root in gone])
@@ -409,7 +407,7 @@ class Mirror:
             return size
         return 0
 
-    def _save_centroids(self, conn: sqlite3.Connection, window: ContextWindow, rev: int) -> bool:
+    def _save_centroids(self, conn: Connection, window: ContextWindow, rev: int) -> bool:
         centroids = window.index.centroids
         rows = []
         for root, c in centroids.items():
@@ -422,8 +420,11 @@ class Mirror:
                 )  # fmt: skip
         gone = [(root,) for root in self.centroids if root not in centroids]
         conn.executemany(
-            "INSERT OR REPLACE INTO centroids (root_id, terms, files, symbols, tokens, first_time,"
-            " last_time, rev) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO centroids (root_id, terms, files, symbols, tokens, first_time,"
+            " last_time, rev) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            + _replace(
+                "root_id", "terms", "files", "symbols", "tokens", "first_time", "last_time", "rev"
+            ),
             rows,
         )
         conn.executemany("DELETE FROM centroids WHERE root_id = ?", gone)
@@ -431,7 +432,7 @@ class Mirror:
             del self.centroids[root]
         return bool(rows or gone)
 
-    def _save_doc_freq(self, conn: sqlite3.Connection, window: ContextWindow, rev: int) -> bool:
+    def _save_doc_freq(self, conn: Connection, window: ContextWindow, rev: int) -> bool:
         embedder = window.embedder
         if embedder.n_docs == self.n_docs and embedder.epoch == self.epoch:
             return False
@@ -445,7 +446,9 @@ class Mirror:
             if old_df.get(t) != df[t] or old_idf.get(t) != idf.get(t, 0.0)
         ]
         conn.executemany(
-            "INSERT OR REPLACE INTO doc_freq (term, df, idf, rev) VALUES (?, ?, ?, ?)", changed
+            "INSERT INTO doc_freq (term, df, idf, rev) VALUES (?, ?, ?, ?)"
+            + _replace("term", "df", "idf", "rev"),
+            changed,
         )
         for t, count, weight, _ in changed:
             old_df[t], old_idf[t] = count, weight
@@ -462,7 +465,7 @@ class Mirror:
         _set_meta(conn, "docs_at_epoch", self.docs_at_epoch)
         return True
 
-    def _save_summaries(self, conn: sqlite3.Connection, window: ContextWindow, rev: int) -> bool:
+    def _save_summaries(self, conn: Connection, window: ContextWindow, rev: int) -> bool:
         rows = []
         for root, s in window.summaries.items():
             fp = self.summary_fp(s)
@@ -473,8 +476,9 @@ class Mirror:
                 )
         gone = [(root,) for root in self.summaries if root not in window.summaries]
         conn.executemany(
-            "INSERT OR REPLACE INTO summaries (root_id, text, version, covered, tokens, model, rev)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO summaries (root_id, text, version, covered, tokens, model, rev)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)"
+            + _replace("root_id", "text", "version", "covered", "tokens", "model", "rev"),
             rows,
         )
         conn.executemany("DELETE FROM summaries WHERE root_id = ?", gone)
@@ -482,7 +486,7 @@ class Mirror:
             del self.summaries[root]
         return bool(rows or gone)
 
-    def _save_spend(self, conn: sqlite3.Connection, window: ContextWindow, rev: int) -> bool:
+    def _save_spend(self, conn: Connection, window: ContextWindow, rev: int) -> bool:
         rows = []
         for root, s in window.spend.items():
             fp = self.spend_fp(s)
@@ -491,8 +495,9 @@ class Mirror:
                 rows.append((root, *fp, rev))
         gone = [(root,) for root in self.spend if root not in window.spend]
         conn.executemany(
-            "INSERT OR REPLACE INTO spend (root_id, calls, input_tokens, output_tokens, rev)"
-            " VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO spend (root_id, calls, input_tokens, output_tokens, rev)"
+            " VALUES (?, ?, ?, ?, ?)"
+            + _replace("root_id", "calls", "input_tokens", "output_tokens", "rev"),
             rows,
         )
         conn.executemany("DELETE FROM spend WHERE root_id = ?", gone)
@@ -500,20 +505,22 @@ class Mirror:
             del self.spend[root]
         return bool(rows or gone)
 
-    def _save_pending(self, conn: sqlite3.Connection, window: ContextWindow, rev: int) -> bool:
+    def _save_pending(self, conn: Connection, window: ContextWindow, rev: int) -> bool:
         pending = window.pending_terms
         if len(pending) == len(self.pending) and pending.keys() == self.pending:
             return False
         added = [(m, _dumps(pending[m]), rev) for m in pending.keys() - self.pending]
         gone = [(m,) for m in self.pending - pending.keys()]
         conn.executemany(
-            "INSERT OR REPLACE INTO pending (message_id, terms, rev) VALUES (?, ?, ?)", added
+            "INSERT INTO pending (message_id, terms, rev) VALUES (?, ?, ?)"
+            + _replace("message_id", "terms", "rev"),
+            added,
         )
         conn.executemany("DELETE FROM pending WHERE message_id = ?", gone)
         self.pending = set(pending)
         return True
 
-    def _save_threads(self, conn: sqlite3.Connection, window: ContextWindow, rev: int) -> bool:
+    def _save_threads(self, conn: Connection, window: ContextWindow, rev: int) -> bool:
         changed = [
             (m, rev, t) for t, m in window._last_planted.items() if self.last_planted.get(t) != m
         ]
@@ -523,7 +530,7 @@ class Mirror:
         self.last_planted = dict(window._last_planted)
         return bool(changed)
 
-    def _save_meta(self, conn: sqlite3.Connection, window: ContextWindow) -> bool:
+    def _save_meta(self, conn: Connection, window: ContextWindow) -> bool:
         wrote = False
         next_order = window.forest._next_order
         if next_order != self.next_order:
@@ -574,5 +581,13 @@ class StoredRecall(RecallIndex):
         return super().search(query, idf, limit)
 
 
-def _set_meta(conn: sqlite3.Connection, key: str, value: object) -> None:
-    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+def _set_meta(conn: Connection, key: str, value: object) -> None:
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?, ?)" + _replace("key", "value"), (key, value)
+    )
+
+
+def _replace(key: str, *columns: str) -> str:
+    """The upsert tail that replaces a whole row (`INSERT OR REPLACE`, in both dialects)."""
+    updates = ", ".join(f"{c} = excluded.{c}" for c in columns)
+    return f" ON CONFLICT ({key}) DO UPDATE SET {updates}"

@@ -1,14 +1,15 @@
 """The workspace memory database: durable appends, transactions that keep processes in step.
 
-Every change to a `StoredWindow` runs in one SQLite write transaction that first loads what other
+Every change to a `StoredWindow` runs in one write transaction that first loads what other
 processes committed (so the change applies to current state), then mutates the engine, writes the
 difference and commits. If anything fails the transaction is rolled back and the window reloaded
-from the database, so memory and disk never disagree and nothing is half-written.
+from the database, so memory and disk never disagree and nothing is half-written. The database
+itself is a `Backend`: the embedded SQLite file (default) or a shared PostgreSQL database.
 """
 
 from __future__ import annotations
 
-import json
+import getpass
 import logging
 import os
 import sqlite3
@@ -29,10 +30,10 @@ from topicforest.engine.messages import Message
 from topicforest.engine.summarize.base import SummaryResult
 from topicforest.engine.tokens import TokenCounter, estimate_tokens
 from topicforest.engine.window import ContextWindow, SummaryJob
+from topicforest.store.backend import Backend, Connection
 from topicforest.store.errors import StoreError
-from topicforest.store.lease import Lease
 from topicforest.store.paths import store_path
-from topicforest.store.schema import connect
+from topicforest.store.sqlite import SqliteBackend
 from topicforest.store.state import MESSAGE_COLUMNS, Mirror, row_to_message
 from topicforest.store.state import _set_meta as set_meta
 
@@ -50,25 +51,34 @@ class ThreadRow:
     title: str
 
 
-def describe(exc: sqlite3.Error, path: Path) -> str:
-    code = getattr(exc, "sqlite_errorname", "")
-    if code.startswith("SQLITE_FULL"):
-        return f"the disk is full or the memory database {path} reached its size limit"
-    if code.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM")):
-        return f"the memory database {path} cannot be written ({exc})"
-    if code.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
-        return f"the memory database {path} is damaged ({exc})"
-    return f"memory database error in {path}: {exc}"
+def default_user() -> str:
+    """Who this process works for when `topicForest.user` is not set: the OS user."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (some containers)
+        return f"uid-{os.getuid()}"
 
 
 class Store:
-    def __init__(self, path: str | os.PathLike[str], *, max_pages: int | None = None) -> None:
-        self.path = Path(path)
-        self.max_pages = max_pages
-        self.conn = connect(self.path, max_pages=max_pages)
-        self._identity = _identity(self.path)  # the file this connection opened
-        self.lease = Lease(self.path.with_name(self.path.name + ".lease"))
-        self.mirror = Mirror()
+    """One memory: a `Backend` (a SQLite path by default) plus this process's view of it.
+
+    `user` owns the threads this process writes; `threads` and `thread_history` show only
+    that user's threads (and threads written before owners were recorded). Topics are shared.
+    """
+
+    def __init__(
+        self,
+        where: str | os.PathLike[str] | Backend,
+        *,
+        max_pages: int | None = None,
+        user: str | None = None,
+    ) -> None:
+        self.backend = (
+            where if isinstance(where, Backend) else SqliteBackend(where, max_pages=max_pages)
+        )
+        self.user = user or default_user()
+        self.lease = self.backend.lease
+        self.mirror = Mirror(self.backend.dialect)
         self.window: StoredWindow | None = None
         self.log = SqliteMessageLog(self)
         self.attachments = SqliteAttachmentLog(self)
@@ -76,25 +86,60 @@ class Store:
         self._depth = 0  # nesting of transaction()
         self._rev = 0  # the rev the open write transaction writes with
         self._wrote = False
-        self._data_version = self._pragma("data_version")
         self._commits = 0  # write transactions committed by this connection
         self._synced = 0  # how many of them are known to be on disk
         self._sync_lock = threading.Lock()
-        self._wal_fd: int | None = None
 
     @classmethod
     def for_workspace(
         cls,
         workspace: str | os.PathLike[str] | None,
         store_dir: str | os.PathLike[str] | None = None,
+        *,
+        url: str | None = None,
+        user: str | None = None,
         **kwargs: int | None,
     ) -> Store:
-        store = cls(store_path(workspace, store_dir), **kwargs)
-        if workspace is not None and store.meta("workspace") is None:
+        """The workspace's memory: its SQLite file, or with `url` (topicForest.storeUrl) the
+        team memory of its repository in that PostgreSQL database."""
+        if url:
+            from topicforest.store.identity import repository_identity
+            from topicforest.store.postgres import PostgresBackend
+
+            identity = repository_identity(workspace)
+            store = cls(PostgresBackend(url, identity), user=user)
+            label: str | None = identity
+        else:
+            store = cls(store_path(workspace, store_dir), user=user, **kwargs)
+            label = None if workspace is None else str(Path(workspace).expanduser().resolve())
+        if label is not None and store.meta("workspace") is None:
             with store.transaction():
-                set_meta(store.conn, "workspace", str(Path(workspace).expanduser().resolve()))
+                set_meta(store.conn, "workspace", label)
                 store.touch()
         return store
+
+    @property
+    def conn(self) -> Connection:
+        return self.backend.conn
+
+    @property
+    def sqlite(self) -> sqlite3.Connection:
+        """The SQLite connection (file commands: fork's online backup)."""
+        if not isinstance(self.backend, SqliteBackend):
+            raise StoreError(f"the memory at {self.where} is not a SQLite file")
+        return self.backend.conn
+
+    @property
+    def where(self) -> str:
+        """Where the memory lives, for messages (a file path or a URL without password)."""
+        return self.backend.where
+
+    @property
+    def path(self) -> Path:
+        """The SQLite file (file commands: export, import, fork)."""
+        if not isinstance(self.backend, SqliteBackend):
+            raise StoreError(f"the memory at {self.where} is not a SQLite file")
+        return self.backend.path
 
     def open_window(
         self,
@@ -116,12 +161,8 @@ class Store:
             self._read(lambda: self.mirror.load(self.conn, window, full=True))
 
     def close(self) -> None:
-        with self._lock, self._sync_lock:  # not while a worker thread fsyncs
-            self.lease.release()
-            self.conn.close()
-            if self._wal_fd is not None:  # after SQLite's own handles: closing an fd drops
-                os.close(self._wal_fd)  # the process's POSIX locks on that file
-                self._wal_fd = None
+        with self._lock, self._sync_lock:  # not while a worker thread flushes
+            self.backend.close()
 
     # -- durability ----------------------------------------------------------------------------
     @property
@@ -130,7 +171,7 @@ class Store:
         return self._synced < self._commits
 
     def sync(self) -> None:
-        """Put every commit made so far on disk (fsync the WAL), if not already there.
+        """Put every commit made so far on disk (SQLite: fsync the WAL), if not already there.
 
         What `PRAGMA synchronous = FULL` would do after each commit, done where a change is
         acknowledged instead; safe to call from a worker thread while others commit.
@@ -141,12 +182,7 @@ class Store:
         with self._sync_lock:
             if self._synced >= target:
                 return
-            try:
-                if self._wal_fd is None:
-                    self._wal_fd = os.open(f"{self.path}-wal", os.O_RDWR)
-                os.fsync(self._wal_fd)
-            except OSError as exc:
-                raise StoreError(f"cannot flush the memory database {self.path}: {exc}") from exc
+            self.backend.flush()
             self._synced = max(self._synced, target)
 
     @staticmethod
@@ -183,16 +219,17 @@ class Store:
                     self._wrote |= self.mirror.save(self.conn, window, self._rev)
                 if self._wrote:
                     set_meta(self.conn, "rev", self._rev)
-                self.conn.execute("COMMIT")
+                    self.backend.before_commit(self._rev)
+                self.backend.commit()
                 self._commits += 1
                 if self._wrote:
                     self.mirror.rev = self._rev
-                if _identity(self.path) != self._identity:
-                    self._recreate()  # never acknowledge into a file nobody will open again
+                if self.backend.after_commit():
+                    self._synced = self._commits
             except BaseException as exc:
                 self._abort(exc)
-                if isinstance(exc, sqlite3.Error):
-                    raise StoreError(describe(exc, self.path)) from exc
+                if isinstance(exc, self.backend.errors):
+                    raise StoreError(self.backend.describe(exc)) from exc
                 raise
             finally:
                 self._depth = 0
@@ -206,59 +243,20 @@ class Store:
 
     def _begin(self) -> None:
         try:
-            self.conn.execute("BEGIN IMMEDIATE")
+            self.backend.begin_write()
             if self.window is not None:
                 self.mirror.load(self.conn, self.window)  # apply the others' commits first
-            self._rev = self.meta_int("rev") + 1
+            self._rev = (
+                int(self.conn.execute("SELECT value FROM meta WHERE key = 'rev'").fetchone()[0]) + 1
+            )
         except BaseException as exc:
             self._abort(exc)
-            if isinstance(exc, sqlite3.Error):
-                raise StoreError(describe(exc, self.path)) from exc
+            if isinstance(exc, self.backend.errors):
+                raise StoreError(self.backend.describe(exc)) from exc
             raise
 
-    def _recreate(self) -> None:
-        """The database file was deleted (or replaced) while open: SQLite keeps writing to the
-        unlinked file and everything is lost at exit. Write this connection's view (it still
-        reads the unlinked file, commits included) to a new file at the path, and go on there."""
-        if self.path.exists():
-            raise StoreError(
-                f"the memory database {self.path} was replaced while in use; not overwriting it"
-            )
-        log.warning("the memory database %s was deleted while in use; writing it again", self.path)
-        fresh = self.path.with_name(self.path.name + ".restoring")
-        try:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            os.close(os.open(fresh, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600))
-            copy = sqlite3.connect(fresh)
-            try:
-                self.conn.backup(copy)  # rollback-journal, synchronous=FULL: on disk when done
-            finally:
-                copy.close()
-            with self._sync_lock:
-                self.conn.close()  # the old -wal/-shm names are removed with it
-                if self._wal_fd is not None:
-                    os.close(self._wal_fd)
-                    self._wal_fd = None
-            for suffix in ("-wal", "-shm"):  # the deleted file's, should any be left
-                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
-            os.replace(fresh, self.path)
-            _fsync_dir(self.path.parent)
-            self.conn = connect(self.path, max_pages=self.max_pages)
-        except (OSError, sqlite3.Error) as exc:
-            raise StoreError(
-                f"the memory database {self.path} was deleted while in use and could not be "
-                f"written again: {exc}"
-            ) from exc
-        self._identity = _identity(self.path)
-        self._data_version = self._pragma("data_version")
-        self._synced = self._commits  # the copy is on disk
-
     def _abort(self, exc: BaseException) -> None:
-        try:
-            if self.conn.in_transaction:
-                self.conn.execute("ROLLBACK")
-        except sqlite3.Error:
-            pass
+        self.backend.rollback()
         window = self.window
         # The engine leaves its state untouched when it rejects input; anything else may have
         # changed memory that is now not on disk, so memory is rebuilt from disk.
@@ -274,29 +272,24 @@ class Store:
             if self._depth:  # inside a transaction, which translates its errors
                 return fn()
             try:
-                self.conn.execute("BEGIN")
+                self.backend.begin_read()
                 try:
                     return fn()
                 finally:
-                    self.conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                raise StoreError(describe(exc, self.path)) from exc
-
-    def _pragma(self, name: str) -> int:
-        try:
-            return int(self.conn.execute(f"PRAGMA {name}").fetchone()[0])
-        except sqlite3.Error as exc:
-            raise StoreError(describe(exc, self.path)) from exc
+                    self.backend.commit()
+            except self.backend.errors as exc:
+                self.backend.rollback()
+                raise StoreError(self.backend.describe(exc)) from exc
 
     # -- other processes -------------------------------------------------------------------
     def changed_elsewhere(self) -> bool:
         """Whether another connection committed since we last looked (cheap)."""
         with self._lock:
-            version = self._pragma("data_version")
-            if version == self._data_version and self.mirror.rev >= 0:
-                return False
-            self._data_version = version
-            return True
+            try:
+                return self.backend.changed_elsewhere(self.mirror.rev)
+            except self.backend.errors as exc:
+                self.backend.rollback()
+                raise StoreError(self.backend.describe(exc)) from exc
 
     def refresh(self) -> bool:
         """Load what other processes committed; returns whether the window changed."""
@@ -307,7 +300,9 @@ class Store:
 
     # -- queries -----------------------------------------------------------------------------
     def meta(self, key: str) -> object:
-        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        row = self._read(
+            lambda: self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        )
         return row[0] if row else None
 
     def meta_int(self, key: str) -> int:
@@ -315,23 +310,27 @@ class Store:
         return int(value) if isinstance(value, (int, str)) else 0
 
     def threads(self) -> list[ThreadRow]:
+        """This user's threads, newest first."""
         rows = self._read(
             lambda: self.conn.execute(
                 "SELECT thread_id, message_count, last_time, title FROM threads"
-                " ORDER BY last_time DESC"
+                " WHERE owner IN (?, '') ORDER BY last_time DESC",
+                (self.user,),
             ).fetchall()
         )
         return [ThreadRow(*row) for row in rows]
 
     def thread_history(self, thread_id: str, limit: int | None = None) -> list[Message]:
-        """A thread's newest `limit` messages (all by default), oldest first."""
-        rows = self._read(
-            lambda: self.conn.execute(
-                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE thread_id = ?"
-                " ORDER BY id DESC LIMIT ?",
-                (thread_id, -1 if limit is None else limit),
-            ).fetchall()
+        """A thread's newest `limit` messages (all by default), oldest first; nothing for a
+        thread of another user."""
+        query = (
+            f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE thread_id = ? AND EXISTS"
+            " (SELECT 1 FROM threads WHERE thread_id = ? AND owner IN (?, '')) ORDER BY id DESC"
         )
+        params: tuple[object, ...] = (thread_id, thread_id, self.user)
+        if limit is not None:
+            query, params = query + " LIMIT ?", (*params, limit)
+        rows = self._read(lambda: self.conn.execute(query, params).fetchall())
         return [row_to_message(row) for row in reversed(rows)]
 
     def thread_message_ids(self, thread_id: str) -> list[int]:
@@ -390,29 +389,12 @@ class Store:
         )
 
     def integrity_ok(self) -> bool:
-        result = self._read(lambda: self.conn.execute("PRAGMA quick_check").fetchone()[0])
-        return bool(result == "ok")
-
-
-def _identity(path: Path) -> tuple[int, int] | None:
-    """(device, inode) of the file at `path`, None if there is none."""
-    try:
-        found = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return found.st_dev, found.st_ino
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        return self._read(self.backend.integrity_ok)
 
 
 class SqliteMessageLog:
-    """The engine's MessageLog on SQLite: message text stays on disk, not in RAM."""
+    """The engine's MessageLog on the store (named for its first backend): message text stays
+    in the database, not in RAM."""
 
     CACHE_SIZE = 4096  # messages never change once stored, so recent reads can be kept
 
@@ -435,35 +417,34 @@ class SqliteMessageLog:
                 (message.id, message.thread_id, message.role, message.content,
                  message.timestamp, message.tokens, int(message.cancelled), rev),
             )  # fmt: skip
-            conn.execute(
-                "UPDATE meta SET value = max(value, ?) WHERE key = 'next_message_id'",
-                (message.id + 1,),
-            )
+            if message.id >= store.meta_int("next_message_id"):
+                set_meta(conn, "next_message_id", message.id + 1)
             title = " ".join(message.content.split())[:TITLE_CHARS]
             conn.execute(
-                "INSERT INTO threads (thread_id, title, first_time, last_time, message_count, rev)"
-                " VALUES (?, ?, ?, ?, 1, ?) ON CONFLICT (thread_id) DO UPDATE SET"
-                " last_time = max(last_time, excluded.last_time),"
-                " message_count = message_count + 1, rev = excluded.rev,"
-                " title = CASE WHEN title = '' THEN excluded.title ELSE title END",
+                "INSERT INTO threads (thread_id, title, first_time, last_time, message_count,"
+                " owner, rev) VALUES (?, ?, ?, ?, 1, ?, ?) ON CONFLICT (thread_id) DO UPDATE SET"
+                " last_time = CASE WHEN excluded.last_time > threads.last_time"
+                " THEN excluded.last_time ELSE threads.last_time END,"
+                " message_count = threads.message_count + 1, rev = excluded.rev,"
+                " title = CASE WHEN threads.title = '' THEN excluded.title ELSE threads.title END",
                 (message.thread_id, title if message.role == "user" else "",
-                 message.timestamp, message.timestamp, rev),
+                 message.timestamp, message.timestamp, store.user, rev),
             )  # fmt: skip
             store.touch()
 
     def remove(self, message_ids: Iterable[int]) -> None:
         """Delete messages (and their threads' rows once empty; attachments are the memory's)."""
         store = self._store
-        ids = _dumps_ids(message_ids)
+        ids = _ids(message_ids)
+        where, param = _in_ids(store, ids)
         with store.transaction() as rev:
             conn = store.conn
             threads = [
                 row[0]
-                for row in conn.execute(
-                    f"SELECT DISTINCT thread_id FROM messages WHERE id IN {_EACH}", (ids,)
-                )
-            ]
-            conn.execute(f"DELETE FROM messages WHERE id IN {_EACH}", (ids,))
+                for row in conn.execute(f"SELECT DISTINCT thread_id FROM messages WHERE id {where}",
+                                        (param,))
+            ]  # fmt: skip
+            conn.execute(f"DELETE FROM messages WHERE id {where}", (param,))
             for thread in threads:
                 count, last = conn.execute(
                     "SELECT count(*), max(timestamp) FROM messages WHERE thread_id = ?", (thread,)
@@ -478,7 +459,7 @@ class SqliteMessageLog:
                     conn.execute("DELETE FROM threads WHERE thread_id = ?", (thread,))
             store.touch()
         with store._lock:
-            for message_id in json.loads(ids):
+            for message_id in ids:
                 self._cache.pop(message_id, None)
                 store.mirror.placement.pop(message_id, None)
 
@@ -491,13 +472,13 @@ class SqliteMessageLog:
 
     def _get_many(self, ids: list[int]) -> list[Message]:
         cache = self._cache
+        dialect = self._store.backend.dialect
         missing = [i for i in ids if i not in cache]
         if missing:
             rows = self._store._read(
                 lambda: self._store.conn.execute(
-                    f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id IN"
-                    " (SELECT value FROM json_each(?))",
-                    (json.dumps(missing),),
+                    f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id {dialect.ids_clause}",
+                    (dialect.ids_param(missing),),
                 ).fetchall()
             )
             for row in rows:
@@ -516,11 +497,14 @@ class SqliteMessageLog:
         return self._store.message_count()
 
 
-_EACH = "(SELECT value FROM json_each(?))"
+def _ids(message_ids: Iterable[int]) -> list[int]:
+    return sorted(set(message_ids))
 
 
-def _dumps_ids(message_ids: Iterable[int]) -> str:
-    return json.dumps(sorted(set(message_ids)))
+def _in_ids(store: Store, ids: list[int]) -> tuple[str, object]:
+    """`WHERE id <clause>` and its one parameter, in the store's dialect."""
+    dialect = store.backend.dialect
+    return dialect.ids_clause, dialect.ids_param(ids)
 
 
 class SqliteAttachmentLog:
@@ -545,12 +529,12 @@ class SqliteAttachmentLog:
             store.touch()
 
     def refs(self, message_ids: Iterable[int]) -> dict[int, list[AttachmentRef]]:
-        ids = _dumps_ids(message_ids)
+        where, param = _in_ids(self._store, _ids(message_ids))
         rows = self._store._read(
             lambda: self._store.conn.execute(
-                f"SELECT message_id, {self.COLUMNS} FROM attachments WHERE message_id IN {_EACH}"
+                f"SELECT message_id, {self.COLUMNS} FROM attachments WHERE message_id {where}"
                 " ORDER BY message_id, position",
-                (ids,),
+                (param,),
             ).fetchall()
         )
         out: dict[int, list[AttachmentRef]] = {}
@@ -569,10 +553,9 @@ class SqliteAttachmentLog:
         return [SentAttachment(_row_ref(row[:-1]), row[-1]) for row in rows]
 
     def remove(self, message_ids: Iterable[int]) -> None:
+        where, param = _in_ids(self._store, _ids(message_ids))
         with self._store.transaction():
-            self._store.conn.execute(
-                f"DELETE FROM attachments WHERE message_id IN {_EACH}", (_dumps_ids(message_ids),)
-            )
+            self._store.conn.execute(f"DELETE FROM attachments WHERE message_id {where}", (param,))
             self._store.touch()
 
 

@@ -8,7 +8,8 @@ from typing import Any
 
 from topicforest.store.errors import StoreError
 from topicforest.store.schema import SCHEMA_VERSION
-from topicforest.store.store import Store, describe
+from topicforest.store.sqlite import describe
+from topicforest.store.store import Store
 
 FORMAT = "topicforest-memory"
 TABLES = ("meta", "messages", "threads", "roots", "centroids", "doc_freq", "summaries", "spend",
@@ -85,7 +86,7 @@ def fork_memory(source: Store, target_path: Path, workspace: str | None = None) 
         raise StoreError(f"{target_path} already holds a memory; fork into a new place")
     try:
         with source._lock:
-            source.conn.backup(target.conn)
+            source.sqlite.backup(target.sqlite)
         with target.transaction():
             target.conn.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('workspace', ?)", (workspace,)

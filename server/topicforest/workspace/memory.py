@@ -238,7 +238,12 @@ class WorkspaceMemory:
         `omittedTopics`), cached until anything changes."""
         key = (self.events.version, id(self.window), self.active_file, thread_id)
         if self._next is None or self._next[0] != key:
-            self._next = (key, self.render(thread_id=thread_id))
+            try:
+                self._next = (key, self.render(thread_id=thread_id))
+            except StoreError as exc:  # a render reads message text; the topics are in memory
+                if self._next is None:
+                    raise
+                log.warning("listTopics: the history as last rendered (%s)", exc)
         return self._next[1]
 
     def attached(self, messages: list[Message]) -> list[tuple[Message, list[AttachmentRef]]]:
@@ -323,8 +328,14 @@ class WorkspaceMemory:
         if self._closed or not self.persist or self.binding is not None or self.store_error:
             return
         try:
+            settings = self.settings
             binding = StoreBinding.open(
-                self.key, self.settings.store_path, self.window.config, count=self.window.count
+                self.key,
+                settings.store_path,
+                self.window.config,
+                count=self.window.count,
+                url=settings.store_url,
+                user=settings.user,
             )
         except StoreError as exc:
             self.store_error = f"Topic Forest cannot use its memory store: {exc}"
@@ -334,7 +345,7 @@ class WorkspaceMemory:
         # A first slice of key lines now, so a small memory renders the same before upkeep
         # starts as after (a big one gets the rest in upkeep).
         self.window.prepare_key_lines(RECLUSTER_SLICE_SECONDS)
-        log.info("memory of %s stored in %s", self.key, binding.store.path)
+        log.info("memory of %s stored in %s", self.key, binding.store.where)
 
     def refresh(self) -> None:
         """Load what other windows committed now: what the store watcher does once started

@@ -67,6 +67,18 @@ def _store_path(_: object, attribute: attrs.Attribute[Any], value: str | None) -
         raise ValueError("must be an absolute path (or start with ~)")
 
 
+def _store_url(_: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    if value:  # empty: the embedded SQLite memory
+        from topicforest.store.postgres import check_url  # needs no psycopg
+
+        check_url(value)
+
+
+def _user(_: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    if value is not None and not (0 < len(value.strip()) <= 100 and value.isprintable()):
+        raise ValueError("must be a non-empty name of at most 100 printable characters")
+
+
 def _first_byte(_: object, attribute: attrs.Attribute[Any], value: float) -> None:
     if not 0.1 <= value <= 600:
         raise ValueError("must be between 0.1 and 600 seconds")
@@ -81,6 +93,8 @@ class Settings:
     merge_threshold: float = attrs.field(default=0.15, validator=_threshold)
     max_topics: int = attrs.field(default=12, validator=_max_topics)
     store_path: str | None = attrs.field(default=None, validator=_store_path)
+    store_url: str | None = attrs.field(default=None, validator=_store_url)
+    user: str | None = attrs.field(default=None, validator=_user)
     chat_first_byte_timeout: float = attrs.field(default=30.0, validator=_first_byte)
     # tokens a chat turn's attachments may take, besides the history budget
     attachment_budget: int = attrs.field(default=4096, validator=_attachment_budget)

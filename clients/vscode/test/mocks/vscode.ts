@@ -57,6 +57,7 @@ export class TreeItem {
   tooltip?: string | MarkdownString;
   iconPath?: ThemeIcon;
   contextValue?: string;
+  accessibilityInformation?: { label: string; role?: string };
   command?: { command: string; title: string; arguments?: unknown[] };
   constructor(public label: string, public collapsibleState = TreeItemCollapsibleState.None) {}
 }

@@ -2,7 +2,7 @@ import { beforeEach, describe, it } from 'node:test';
 import { expect } from 'expect';
 import { spyOn, mocked } from 'jest-mock';
 import * as vscode from 'vscode';
-import { clearAllMocks, registeredCommands } from '../mocks/vscode';
+import { clearAllMocks, registeredCommands, workspace as fakeWorkspace } from '../mocks/vscode';
 import { TOPIC_ACTIONS, TopicCommands, topicIdOf } from '../../src/commands';
 import { ErrorCodes } from '../../src/protocol';
 import { TopicTreeProvider } from '../../src/topicTree';
@@ -10,7 +10,7 @@ import { FakeConnection, makeTopic } from './fakes';
 
 function setup(handler?: ConstructorParameters<typeof FakeConnection>[0]) {
   const conn = new FakeConnection(handler ?? (() => ({ topic: makeTopic(), messages: [] })));
-  const tree = new TopicTreeProvider(conn);
+  const tree = new TopicTreeProvider(conn, () => 'thread');
   const refresh = spyOn(tree, 'refresh');
   const subs = new TopicCommands(conn, tree).register();
   return { conn, tree, refresh, subs };
@@ -74,6 +74,34 @@ describe('topic commands', () => {
     expect(uri.query).toBe('id=42');
     expect(uri.path).toMatch(/^\/Topic 42 - .*\.md$/);
     expect(vscode.window.showTextDocument).toHaveBeenCalled();
+  });
+
+  it('a message row opens the same preview tab as the menu\'s Preview (one topic, one tab)', async () => {
+    const topic = makeTopic({ id: 42, title: 'Parser errors' });
+    const { tree } = setup((method) => method === 'topicForest/listTopics'
+      ? { topics: [topic], budget: 1024, used: 10, threadId: 'thread', rendered: [], omittedTopics: [] }
+      : { topic, messages: [] });
+    await tree.getChildren(); // the tree has listed the topic
+    const opened = () => mocked(vscode.workspace.openTextDocument).mock.calls
+      .map(([uri]) => (uri as unknown as vscode.Uri).toString());
+    // a message row passes the bare topic id, as preview links do
+    await registeredCommands.get('topicForest.previewTopic')?.(42);
+    await registeredCommands.get('topicForest.previewTopic')?.({ kind: 'topic', topic, placement: { kind: 'noRoom' } });
+    expect(opened()).toHaveLength(2);
+    expect(opened()[0]).toBe(opened()[1]);
+    expect(opened()[0]).toContain('Topic 42 - Parser errors.md');
+  });
+
+  it('an open preview is reused even after its topic was retitled', async () => {
+    setup();
+    const open = { uri: vscode.Uri.from({ scheme: 'topicforest-preview', path: '/Topic 42 - Old title.md', query: 'id=42' }) };
+    fakeWorkspace.textDocuments.push(open);
+    try {
+      await registeredCommands.get('topicForest.previewTopic')?.(node);
+      expect(mocked(vscode.workspace.openTextDocument).mock.calls[0]?.[0]).toBe(open.uri);
+    } finally {
+      fakeWorkspace.textDocuments.pop();
+    }
   });
 
   it('an unknown topic shows the error, what to do, and refreshes', async () => {

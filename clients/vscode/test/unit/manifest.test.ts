@@ -47,6 +47,14 @@ describe('package.json contributions', () => {
     expect(hidden).not.toContain('topicForest.restartServer');
   });
 
+  it('"What the Model Sees" is in the Topics view\'s title bar and the command palette', () => {
+    expect(pkg.contributes.commands).toContainEqual(expect.objectContaining(
+      { command: 'topicForest.showContext', title: 'What the Model Sees', category: 'Topic Forest' }));
+    expect(pkg.contributes.menus['view/title']).toContainEqual(expect.objectContaining(
+      { command: 'topicForest.showContext', when: 'view == topicForest.topics' }));
+    expect(pkg.contributes.menus.commandPalette.map((e) => e.command)).not.toContain('topicForest.showContext');
+  });
+
   it('an untrusted workspace cannot choose the interpreter or redirect the model', () => {
     expect(pkg.capabilities.untrustedWorkspaces.restrictedConfigurations).toEqual(
       expect.arrayContaining(['topicForest.python', 'topicForest.apiBase']));

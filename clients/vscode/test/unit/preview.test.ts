@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import { expect } from 'expect';
 import { previewMarkdown, previewUri, topicIdFromUri } from '../../src/preview';
+import { Uri, workspace } from '../mocks/vscode';
 import { makeTopic } from './fakes';
 
 describe('topic preview document', () => {
@@ -25,5 +26,15 @@ describe('topic preview document', () => {
     expect(md).toContain('### Assistant · 1970-01-01 00:01 · 1 tokens · cancelled');
     // no line outside a fence starts with "# " except the title
     expect(md.split('\n').filter((l) => l.startsWith('# '))).toEqual(['# T fake heading', '# not a heading']);
+  });
+
+  it('names files under the workspace folder relative to it', () => {
+    workspace.workspaceFolders = [{ uri: Uri.file('/home/me/proj') }];
+    try {
+      const md = previewMarkdown(makeTopic({ files: ['/home/me/proj/src/app.py', '/usr/lib/python3.11/json/decoder.py'] }), []);
+      expect(md).toContain('Files: `src/app.py`, `/usr/lib/python3.11/json/decoder.py`');
+    } finally {
+      workspace.workspaceFolders = undefined;
+    }
   });
 });

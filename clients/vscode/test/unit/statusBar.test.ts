@@ -8,14 +8,18 @@ describe('status bar', () => {
     expect(budgetText(0, 1024)).toBe('$(layers) 0/1k');
     expect(budgetText(950, 4096)).toBe('$(layers) 950/4.1k');
     expect(budgetText(12_400, 16_000)).toBe('$(layers) 12k/16k');
-    expect(budgetTooltip(512, 1024, 3)).toContain('512 of 1024 history tokens (50%) from 3 topics');
+    expect(budgetTooltip(512, 1024, { sent: 3, noRoom: 0 })).toBe('Topic Forest: the next request carries ' +
+      '512 of 1024 history tokens (50%): 3 topics and the current thread\'s recent messages. Click to show topics.');
+    expect(budgetTooltip(1000, 1024, { sent: 1, noRoom: 2 })).toContain(
+      '1 topic and the current thread\'s recent messages; 2 topics left out for lack of room.');
+    expect(budgetTooltip(10, 1024)).toContain('10 of 1024 history tokens (1%): topics and');
   });
 
   it('updates, focuses the topic tree on click, and turns into a restart button on failure', () => {
     const status = new BudgetStatus();
     const item = statusBarItems.at(-1)!;
     expect(item.command).toBe('topicForest.topics.focus');
-    status.update(700, 1024, 2);
+    status.update(700, 1024, { sent: 2, noRoom: 0 });
     expect(item.text).toBe('$(layers) 700/1k');
     status.serverState('failed');
     expect(item.text).toBe('$(warning) Topic Forest');

@@ -1,0 +1,70 @@
+import { beforeEach, describe, it } from 'node:test';
+import { expect } from 'expect';
+import { fn, mocked } from 'jest-mock';
+import * as vscode from 'vscode';
+import { clearAllMocks } from '../mocks/vscode';
+import pkg from '../../package.json';
+import { CONTEXT_KEYS, topicCounts, TopicsViewState } from '../../src/topicsView';
+import { makeTopic } from './fakes';
+
+function setup() {
+  const view: { description?: string; message?: string } = {};
+  const status = { update: fn(), serverState: fn() };
+  return { view, status, state: new TopicsViewState(view, status) };
+}
+
+const contextSet = () => mocked(vscode.commands.executeCommand).mock.calls
+  .filter(([c]) => c === 'setContext').map(([, key, value]): unknown[] => [key, value]);
+
+describe('the Topics view header, status bar and welcome keys', () => {
+  beforeEach(() => clearAllMocks());
+
+  it('header and status bar show the thread\'s next request; an empty tree leaves room for the welcome', () => {
+    const { view, status, state } = setup();
+    state.loaded({ topics: [], budget: 2048, used: 1587, threadId: 't', rendered: [], omittedTopics: [] });
+    expect(view.description).toBe('1.6k / 2k tokens');
+    expect(status.update).toHaveBeenCalledWith(1587, 2048, { sent: 0, noRoom: 0 });
+    // VS Code shows welcome content only for an empty tree without a message
+    expect(view.message).toBeUndefined();
+  });
+
+  it('counts topics sent and left out for lack of room; none from a server that does not say', () => {
+    const topics = [makeTopic({ id: 1 }), makeTopic({ id: 2 })];
+    expect(topicCounts({ topics, budget: 1, used: 1, threadId: 't', rendered: [{ id: 1, mode: 'summary', tokens: 3 }],
+      omittedTopics: [2] })).toEqual({ sent: 1, noRoom: 1 });
+    expect(topicCounts({ topics, budget: 1, used: 1 } as never)).toBeUndefined();
+  });
+
+  it('sets the context keys the welcome content is shown by', () => {
+    const { view, status, state } = setup();
+    state.serverState('failed');
+    state.hasModel(false);
+    state.hasModel(true);
+    expect(status.serverState).toHaveBeenCalledWith('failed');
+    expect(view.description).toBeUndefined();
+    expect(contextSet()).toEqual([[CONTEXT_KEYS.server, 'failed'], [CONTEXT_KEYS.noChatModel, true],
+      [CONTEXT_KEYS.noChatModel, false]]);
+  });
+
+  it('every welcome entry is for the Topics view, shown by keys the extension sets, one per server state', () => {
+    const welcome = pkg.contributes.viewsWelcome;
+    const parts = (when: string) => when.split('&&').map((part) => {
+      const m = /^\s*([\w.]+)\s*(?:(==|!=)\s*(\w+))?\s*$/.exec(part);
+      if (!m) throw new Error(`unsupported when clause: ${part}`);
+      return { key: m[1]!, op: m[2], rhs: m[3] };
+    });
+    for (const entry of welcome) {
+      expect(entry.view).toBe('topicForest.topics');
+      for (const { key } of parts(entry.when)) expect(Object.values(CONTEXT_KEYS)).toContain(key);
+    }
+    const shown = (server: string, noChatModel: boolean) => welcome.filter((e) => parts(e.when).every(({ key, op, rhs }) => {
+      const value = key === CONTEXT_KEYS.server ? server : noChatModel;
+      return op === '==' ? value === rhs : op === '!=' ? value !== rhs : Boolean(value);
+    })).map((e) => e.contents);
+    expect(shown('running', false)).toEqual([expect.stringContaining('No topics yet')]);
+    expect(shown('running', false)[0]).toContain('[Open Chat](command:topicForest.chat.focus)');
+    expect(shown('running', true)[1]).toContain('[Set Chat Model](command:topicForest.configureModel)');
+    expect(shown('failed', false)).toEqual([expect.stringContaining('[Restart Server](command:topicForest.restartServer)')]);
+    expect(shown('starting', false)).toEqual([expect.stringContaining('Starting')]);
+  });
+});

@@ -1,0 +1,126 @@
+"""The seam between the store and its database: one interface, two implementations.
+
+`Store` (transactions, the mirror, the window) and `state.Mirror` (rows ⇄ engine state) speak
+one SQL: `?` placeholders and `INSERT … ON CONFLICT … DO UPDATE`, which SQLite and PostgreSQL
+both understand. What differs lives behind `Backend`: how to connect and migrate, how a write
+transaction serializes with other processes, how durability and change detection work, the
+maintenance lease, the few SQL fragments the two dialects spell differently, and how errors
+read. `store.sqlite.SqliteBackend` is the embedded default; `store.postgres.PostgresBackend`
+(needs the `team` extra) is the shared team memory.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from typing import Any, Protocol
+
+
+class Cursor(Protocol):
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class Connection(Protocol):
+    """The DB-API subset the store uses (sqlite3.Connection as is; psycopg through an adapter)."""
+
+    def execute(self, sql: str, parameters: Any = ..., /) -> Any: ...
+
+    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Any: ...
+
+
+class Lease(Protocol):
+    """The maintenance lease: held by one process per memory; its holder's death frees it."""
+
+    @property
+    def held(self) -> bool: ...
+
+    def try_acquire(self) -> bool: ...
+
+    def alive(self) -> bool:
+        """Whether a lease this process holds is still its own (False once it was lost)."""
+        ...
+
+    def release(self) -> None: ...
+
+    def holder_pid(self) -> int | None: ...
+
+
+class Dialect(abc.ABC):
+    """The SQL the two databases spell differently."""
+
+    #: `WHERE id <ids_clause>` with one parameter made by `ids_param`
+    ids_clause: str
+
+    @abc.abstractmethod
+    def ids_param(self, ids: list[int]) -> object: ...
+
+    @abc.abstractmethod
+    def member_lists(self, conn: Connection) -> Iterable[tuple[int, list[int]]]:
+        """Every topic's member ids in position order, as (root id, ids)."""
+
+
+class Backend(abc.ABC):
+    """Where one memory lives. `Store` calls these; each raises StoreError with the reason."""
+
+    dialect: Dialect
+    lease: Lease
+    #: the exceptions of this database's driver (the store turns them into StoreError)
+    errors: tuple[type[BaseException], ...]
+
+    @property
+    @abc.abstractmethod
+    def where(self) -> str:
+        """The memory's location for messages and logs (never a password)."""
+
+    @property
+    @abc.abstractmethod
+    def conn(self) -> Connection: ...
+
+    @abc.abstractmethod
+    def describe(self, exc: BaseException) -> str:
+        """A clear sentence for a driver error."""
+
+    @abc.abstractmethod
+    def begin_write(self) -> None:
+        """Begin a write transaction that no other process's write transaction overlaps."""
+
+    @abc.abstractmethod
+    def begin_read(self) -> None:
+        """Begin a read transaction on one consistent snapshot."""
+
+    def before_commit(self, rev: int) -> None:  # noqa: B027 - optional: SQLite has nothing to do
+        """The transaction wrote rows tagged `rev` (tell other processes, if the database can)."""
+
+    def commit(self) -> None:
+        self.conn.execute("COMMIT")
+
+    @abc.abstractmethod
+    def rollback(self) -> None:
+        """Roll back the open transaction, if any; never raises."""
+
+    def after_commit(self) -> bool:
+        """Checks after a commit, before it is acknowledged (SQLite: the file is still there);
+        True if the commit is already durable (no `flush` needed for it)."""
+        return False
+
+    @abc.abstractmethod
+    def flush(self) -> None:
+        """Make every commit durable (SQLite fsyncs its WAL; PostgreSQL's commit already is)."""
+
+    @abc.abstractmethod
+    def changed_elsewhere(self, known_rev: int) -> bool:
+        """Whether another connection committed since this one last looked (cheap)."""
+
+    @abc.abstractmethod
+    def changes(self, stop: Any) -> AsyncIterator[None]:
+        """Yields after other processes (may have) committed, until `stop` is set."""
+
+    def integrity_ok(self) -> bool:
+        return True
+
+    @abc.abstractmethod
+    def close(self) -> None: ...

@@ -1,0 +1,503 @@
+"""The team backend: one repository's memory in a PostgreSQL database, shared live.
+
+Chosen by `topicForest.storeUrl` (`postgresql://user@host:5432/db`); needs the `team` extra
+(psycopg 3), imported only here and only when used. One database holds many memories: each lives
+in its own schema `topicforest_<hash of the repository identity>`, so every statement the store
+shares with SQLite runs unchanged (`search_path`).
+
+- Writers serialize on a transaction-level advisory lock per memory (what SQLite's write lock
+  does); readers use REPEATABLE READ snapshots. Writers commit in `rev` order, so a snapshot
+  always holds a prefix of the commits, as with SQLite.
+- A commit is durable when COMMIT returns (`synchronous_commit = on`, forced per session).
+- Every commit that wrote rows sends `NOTIFY topicforest_<hash>, '<rev>'` inside the
+  transaction (delivered on commit); `changes` LISTENs on its own connection. A slow fallback
+  check (`FALLBACK_SECONDS`) and a check after each reconnect catch anything missed.
+- The maintenance lease is a session-level advisory lock on its own connection: the server
+  releases it when that session ends (process killed, machine gone, network cut).
+- Schema migrations are versioned (`schema_version`) and run under an advisory lock, so several
+  windows opening a new memory at once migrate it once.
+- The password never comes from settings: a URL carrying one is refused; libpq reads
+  `PGPASSWORD` or `~/.pgpass`. TLS is the URL's `sslmode` (and `sslrootcert`, ...).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import os
+import socket
+import time
+from collections.abc import AsyncIterator, Iterable, Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
+
+from topicforest.store.backend import Backend, Connection, Dialect
+from topicforest.store.errors import StoreError
+
+if TYPE_CHECKING:
+    import psycopg
+
+log = logging.getLogger(__name__)
+
+SCHEMES = ("postgresql", "postgres")
+CONNECT_TIMEOUT = 5  # seconds: an unreachable host fails a request this fast
+LOCK_TIMEOUT = "10s"  # a write waiting for another window's write (SQLite: busy_timeout)
+FALLBACK_SECONDS = 5.0  # the listener also checks this often, should a notification be lost
+STOP_SECONDS = 0.5  # how soon the listener notices it should stop
+RETRY_SECONDS = 1.0  # between the listener's reconnection attempts
+WRITE_LOCK, LEASE_LOCK, MIGRATE_LOCK = 0x54460001, 0x54460002, 0x54460003  # "TF" + purpose
+
+# Schema version i + 1 = MIGRATIONS[i]. Version 1 is SQLite's schemas 1, 2 and 4, in PostgreSQL
+# types: DOUBLE PRECISION for REAL (SQLite's REAL is 8 bytes), BOOLEAN for the roots' flags,
+# TEXT for meta values (SQLite's column is untyped; readers convert).
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
+    CREATE TABLE messages (
+        id BIGINT PRIMARY KEY,
+        thread_id TEXT NOT NULL,
+        role TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+        content TEXT NOT NULL,
+        timestamp DOUBLE PRECISION NOT NULL,
+        tokens INTEGER NOT NULL,
+        cancelled INTEGER NOT NULL DEFAULT 0,
+        root_id BIGINT,
+        pos INTEGER,
+        terms TEXT,
+        rev BIGINT NOT NULL
+    );
+    CREATE INDEX messages_rev ON messages (rev);
+    CREATE INDEX messages_thread ON messages (thread_id, id);
+    CREATE INDEX messages_root ON messages (root_id, pos) WHERE root_id IS NOT NULL;
+    CREATE INDEX messages_hot ON messages (thread_id, id) WHERE root_id IS NULL;
+    CREATE TABLE threads (
+        thread_id TEXT PRIMARY KEY,
+        title TEXT NOT NULL,
+        first_time DOUBLE PRECISION NOT NULL,
+        last_time DOUBLE PRECISION NOT NULL,
+        message_count INTEGER NOT NULL,
+        last_planted BIGINT,
+        owner TEXT NOT NULL DEFAULT '',
+        rev BIGINT NOT NULL
+    );
+    CREATE INDEX threads_owner ON threads (owner, last_time);
+    CREATE TABLE roots (
+        id BIGINT PRIMARY KEY,
+        ord BIGINT NOT NULL,
+        version BIGINT NOT NULL,
+        size INTEGER NOT NULL,
+        dropped BOOLEAN NOT NULL,
+        pinned BOOLEAN NOT NULL,
+        expanded BOOLEAN NOT NULL,
+        rev BIGINT NOT NULL
+    );
+    CREATE TABLE centroids (
+        root_id BIGINT PRIMARY KEY,
+        terms TEXT NOT NULL,
+        files TEXT NOT NULL,
+        symbols TEXT NOT NULL,
+        tokens INTEGER NOT NULL,
+        first_time DOUBLE PRECISION NOT NULL,
+        last_time DOUBLE PRECISION NOT NULL,
+        rev BIGINT NOT NULL
+    );
+    CREATE INDEX centroids_rev ON centroids (rev);
+    CREATE TABLE doc_freq (
+        term TEXT PRIMARY KEY,
+        df INTEGER NOT NULL,
+        idf DOUBLE PRECISION NOT NULL,
+        rev BIGINT NOT NULL
+    );
+    CREATE INDEX doc_freq_rev ON doc_freq (rev);
+    CREATE TABLE summaries (
+        root_id BIGINT PRIMARY KEY,
+        text TEXT NOT NULL,
+        version BIGINT NOT NULL,
+        covered TEXT NOT NULL,
+        tokens INTEGER NOT NULL,
+        model TEXT NOT NULL,
+        rev BIGINT NOT NULL
+    );
+    CREATE TABLE spend (
+        root_id BIGINT PRIMARY KEY,
+        calls INTEGER NOT NULL,
+        input_tokens BIGINT NOT NULL,
+        output_tokens BIGINT NOT NULL,
+        rev BIGINT NOT NULL
+    );
+    CREATE TABLE pending (
+        message_id BIGINT PRIMARY KEY,
+        terms TEXT NOT NULL,
+        rev BIGINT NOT NULL
+    );
+    CREATE INDEX pending_rev ON pending (rev);
+    INSERT INTO meta (key, value) VALUES
+        ('rev', '0'), ('next_message_id', '1'), ('n_docs', '0'), ('next_order', '0'),
+        ('df_generation', '0'), ('docs_at_epoch', '0'), ('fallback_summary', NULL);
+    """,
+    # 2 = SQLite's 3: chat attachments (reference + the text sent) and the deletions counter
+    """
+    CREATE TABLE attachments (
+        message_id BIGINT NOT NULL,
+        position INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        path TEXT NOT NULL,
+        start_line INTEGER,
+        end_line INTEGER,
+        language TEXT,
+        sha256 TEXT NOT NULL,
+        tokens INTEGER NOT NULL,
+        truncated INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        rev BIGINT NOT NULL,
+        PRIMARY KEY (message_id, position)
+    );
+    INSERT INTO meta (key, value) VALUES ('deletions', '0') ON CONFLICT (key) DO NOTHING;
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def check_url(url: str) -> str:
+    """`url` if it is a PostgreSQL URL without a password; else ValueError saying why."""
+    parts = urlsplit(url)
+    if parts.scheme not in SCHEMES:
+        raise ValueError("must be a postgresql://user@host:5432/database URL")
+    if parts.password is not None or "password" in parse_qs(parts.query):
+        raise ValueError(
+            "must not contain a password: put it in the PGPASSWORD environment variable or "
+            "~/.pgpass, never in settings"
+        )
+    if not parts.path.strip("/"):
+        raise ValueError("must name a database (postgresql://user@host:5432/database)")
+    return url
+
+
+def memory_key(identity: str) -> str:
+    return hashlib.sha256(identity.encode("utf-8")).hexdigest()[:16]
+
+
+def _lock_id(key: str) -> int:
+    return int(key[:8], 16) & 0x7FFFFFFF  # the objid half of a two-int advisory lock
+
+
+@lru_cache(maxsize=512)
+def _pg_sql(statement: str) -> str:
+    """The store's `?` placeholders as psycopg's `%s` (the store's SQL has no literal ? or %)."""
+    return statement.replace("%", "%%").replace("?", "%s")
+
+
+class PgConnection:
+    """A psycopg connection that speaks the store's SQL (the `Connection` protocol)."""
+
+    def __init__(self, raw: psycopg.Connection[Any]) -> None:
+        self.raw = raw
+
+    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> psycopg.Cursor[Any]:
+        return self.raw.execute(_pg_sql(sql), tuple(parameters))
+
+    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> None:
+        rows = list(parameters)
+        if rows:
+            with self.raw.cursor() as cursor:
+                cursor.executemany(_pg_sql(sql), rows)
+
+
+class PostgresDialect(Dialect):
+    ids_clause = "= ANY(?)"
+
+    def ids_param(self, ids: list[int]) -> object:
+        return ids
+
+    def member_lists(self, conn: Connection) -> Iterable[tuple[int, list[int]]]:
+        return conn.execute(  # type: ignore[no-any-return]
+            "SELECT root_id, array_agg(id ORDER BY pos) FROM messages"
+            " WHERE root_id IS NOT NULL GROUP BY root_id"
+        )
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise StoreError(
+            "topicForest.storeUrl needs PostgreSQL support: install topicforest[team] "
+            f"(psycopg 3) into the server's environment ({exc})"
+        ) from exc
+    return psycopg
+
+
+class PostgresBackend(Backend):
+    dialect = PostgresDialect()
+
+    def __init__(self, url: str, identity: str) -> None:
+        try:
+            self.url = check_url(url)
+        except ValueError as exc:
+            raise StoreError(f"topicForest.storeUrl {exc}") from exc
+        self.psycopg = _psycopg()
+        self.errors = (self.psycopg.Error,)
+        self.identity = identity
+        self.key = memory_key(identity)
+        self.schema = f"topicforest_{self.key}"  # also the NOTIFY channel
+        self.lock_id = _lock_id(self.key)
+        self._raw: psycopg.Connection[Any] | None = None
+        self._conn: PgConnection | None = None
+        self.lease = AdvisoryLease(self)
+        try:
+            self._open()
+        except self.psycopg.Error as exc:
+            self.close()
+            raise StoreError(self.describe(exc)) from exc
+
+    # -- connections -------------------------------------------------------------------------
+    def connect(self, purpose: str) -> psycopg.Connection[Any]:
+        """A new autocommit session (the store issues BEGIN/COMMIT itself)."""
+        raw: psycopg.Connection[Any] = self.psycopg.connect(
+            self.url, autocommit=True, **self._options(purpose)
+        )
+        return raw
+
+    def _options(self, purpose: str) -> dict[str, Any]:
+        name = f"topicforest:{socket.gethostname()[:30]}:{os.getpid()}:{purpose}"
+        return {
+            "connect_timeout": CONNECT_TIMEOUT,
+            "application_name": name[:63],
+            "keepalives": 1,
+            "keepalives_idle": 10,
+            "keepalives_interval": 5,
+            "keepalives_count": 3,
+        }
+
+    def _open(self) -> None:
+        raw = self.connect("store")
+        try:
+            raw.execute("SET synchronous_commit = on")  # a commit is durable when it returns
+            raw.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
+            self._migrate(raw)
+            raw.execute(f"SET search_path TO {self.schema}")
+        except BaseException:
+            raw.close()
+            raise
+        self._raw, self._conn = raw, PgConnection(raw)
+
+    def _migrate(self, raw: psycopg.Connection[Any]) -> None:
+        schema = self.schema
+        with raw.transaction():
+            raw.execute("SELECT pg_advisory_xact_lock(%s, %s)", (MIGRATE_LOCK, self.lock_id))
+            tables = {
+                row[0]
+                for row in raw.execute(
+                    "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
+                    (schema,),
+                )
+            }
+            if tables and "schema_version" not in tables:
+                raise StoreError(f"schema {schema} in {self.where} is not a Topic Forest memory")
+            if not tables:
+                raw.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+                raw.execute(f"CREATE TABLE {schema}.schema_version (version INTEGER NOT NULL)")
+                raw.execute(f"INSERT INTO {schema}.schema_version VALUES (0)")
+            version = raw.execute(f"SELECT version FROM {schema}.schema_version").fetchone()
+            current = int(version[0]) if version else 0
+            if current > SCHEMA_VERSION:
+                raise StoreError(
+                    f"the team memory in {self.where} was written by a newer Topic Forest "
+                    f"(schema {current}, this one knows {SCHEMA_VERSION}); upgrade Topic Forest"
+                )
+            raw.execute(f"SET LOCAL search_path TO {schema}")
+            for index in range(current, SCHEMA_VERSION):
+                raw.execute(MIGRATIONS[index])
+            if current < SCHEMA_VERSION:
+                raw.execute(f"UPDATE {schema}.schema_version SET version = {SCHEMA_VERSION}")
+                log.info("team memory %s migrated to schema %d", schema, SCHEMA_VERSION)
+
+    def _live(self) -> PgConnection:
+        """The store's connection, opened again if the last one broke (server restart)."""
+        raw = self._raw
+        if raw is None or raw.closed or raw.broken:
+            if raw is not None:
+                with contextlib.suppress(Exception):
+                    raw.close()
+            self._raw = self._conn = None
+            self._open()
+            log.info("reconnected to the team memory %s", self.where)
+        assert self._conn is not None
+        return self._conn
+
+    @property
+    def backend_pid(self) -> int | None:
+        raw = self._raw
+        return raw.info.backend_pid if raw is not None and not raw.closed else None
+
+    # -- Backend -------------------------------------------------------------------------------
+    @property
+    def where(self) -> str:
+        parts = urlsplit(self.url)
+        return f"{parts.scheme}://{parts.netloc}{parts.path} (memory of {self.identity})"
+
+    @property
+    def conn(self) -> PgConnection:
+        """The current session; reconnecting happens only where a transaction begins, never
+        in the middle of one (its statements would run outside it)."""
+        if self._conn is None:
+            return self._live()
+        return self._conn
+
+    def describe(self, exc: BaseException) -> str:
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if isinstance(exc, self.psycopg.OperationalError):
+            return f"the team memory database {self.where} is unreachable: {detail}"
+        return f"team memory database error in {self.where}: {detail}"
+
+    def begin_write(self) -> None:
+        conn = self._live()
+        conn.execute("BEGIN")
+        conn.execute("SELECT pg_advisory_xact_lock(?, ?)", (WRITE_LOCK, self.lock_id))
+
+    def begin_read(self) -> None:
+        self._live().execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+
+    def before_commit(self, rev: int) -> None:
+        self._live().execute("SELECT pg_notify(?, ?)", (self.schema, str(rev)))
+
+    def rollback(self) -> None:
+        raw = self._raw
+        if raw is None or raw.closed or raw.broken:
+            return
+        with contextlib.suppress(Exception):
+            if raw.info.transaction_status != self.psycopg.pq.TransactionStatus.IDLE:
+                raw.execute("ROLLBACK")
+
+    def flush(self) -> None:
+        """Nothing to do: COMMIT returned after the server flushed its WAL."""
+
+    def changed_elsewhere(self, known_rev: int) -> bool:
+        row = self._live().execute("SELECT value FROM meta WHERE key = 'rev'").fetchone()
+        return known_rev < 0 or row is None or int(row[0]) != known_rev
+
+    async def changes(self, stop: asyncio.Event | None) -> AsyncIterator[None]:
+        """After each NOTIFY from another session; also after (re)connecting and every
+        `FALLBACK_SECONDS` (a cheap check, should a notification have been missed)."""
+        psycopg = self.psycopg
+        while stop is None or not stop.is_set():
+            try:
+                listener = await psycopg.AsyncConnection.connect(
+                    self.url, autocommit=True, **self._options("listen")
+                )
+            except psycopg.Error as exc:
+                log.warning("cannot listen to the team memory: %s", self.describe(exc))
+                await _wait(stop, RETRY_SECONDS)
+                continue
+            try:
+                async with listener:
+                    await listener.execute(f"LISTEN {self.schema}")
+                    yield  # whatever was committed while not listening
+                    due = time.monotonic() + FALLBACK_SECONDS
+                    while stop is None or not stop.is_set():
+                        heard = False
+                        async for note in listener.notifies(timeout=STOP_SECONDS):
+                            if note.pid != self.backend_pid:  # not our own commit
+                                heard = True
+                                break
+                        if heard or time.monotonic() >= due:  # or the fallback check is due
+                            due = time.monotonic() + FALLBACK_SECONDS
+                            yield
+            except psycopg.Error as exc:
+                log.warning("lost the team memory listener: %s", self.describe(exc))
+                await _wait(stop, RETRY_SECONDS)
+
+    def close(self) -> None:
+        self.lease.release()
+        raw, self._raw, self._conn = self._raw, None, None
+        if raw is not None:
+            with contextlib.suppress(Exception):
+                raw.close()
+
+
+async def _wait(stop: asyncio.Event | None, seconds: float) -> None:
+    if stop is None:
+        await asyncio.sleep(seconds)
+        return
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), seconds)
+
+
+class AdvisoryLease:
+    """The maintenance lease: a session advisory lock held on a connection of its own.
+
+    The server drops it when that session ends, however the holder died; `alive` notices a
+    lease lost with its connection (a database restart) so the holder stops maintaining.
+    """
+
+    def __init__(self, backend: PostgresBackend) -> None:
+        self._backend = backend
+        self._raw: psycopg.Connection[Any] | None = None
+        self._held = False
+
+    @property
+    def held(self) -> bool:
+        return self._held
+
+    def _session(self) -> psycopg.Connection[Any]:
+        raw = self._raw
+        if raw is None or raw.closed or raw.broken:
+            self._drop()
+            raw = self._raw = self._backend.connect("lease")
+        return raw
+
+    def try_acquire(self) -> bool:
+        if self._held:
+            return True
+        backend = self._backend
+        try:
+            row = (
+                self._session()
+                .execute("SELECT pg_try_advisory_lock(%s, %s)", (LEASE_LOCK, backend.lock_id))
+                .fetchone()
+            )
+        except backend.psycopg.Error as exc:
+            self._drop()
+            raise StoreError(backend.describe(exc)) from exc
+        self._held = bool(row and row[0])
+        return self._held
+
+    def alive(self) -> bool:
+        if not self._held:
+            return False
+        try:
+            self._session().execute("SELECT 1")
+        except self._backend.psycopg.Error:
+            self._drop()  # the session, and the lock with it, is gone
+        return self._held
+
+    def release(self) -> None:
+        self._drop()  # ending the session releases the lock
+
+    def _drop(self) -> None:
+        raw, self._raw, self._held = self._raw, None, False
+        if raw is not None:
+            with contextlib.suppress(Exception):
+                raw.close()
+
+    def holder_pid(self) -> int | None:
+        """The process id in the holder's application name (on its own machine)."""
+        backend = self._backend
+        try:
+            row = (
+                self._session()
+                .execute(
+                    "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a"
+                    " ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted"
+                    " AND l.classid = %s AND l.objid = %s AND l.objsubid = 2",
+                    (LEASE_LOCK, backend.lock_id),
+                )
+                .fetchone()
+            )
+        except backend.psycopg.Error:
+            return None
+        parts = (row[0] or "").split(":") if row else []
+        return int(parts[2]) if len(parts) >= 3 and parts[2].isdigit() else None

@@ -1,0 +1,188 @@
+"""Team memory on a real PostgreSQL: 4 server processes writing one shared memory (`make bench`).
+
+- fill: 4 real `topicforest serve` processes (one repository, four people) chat concurrently
+  until the memory holds --messages messages (default 4,000, a few minutes here; --full: 100,000);
+- the chat critical path inside each server (receipt to the model request's first byte), p50/p99,
+  while the four chat at once;
+- window open: a fifth server process spawned → its first `listTopics` answer (median, max);
+- cross-window notification: a drop in one window → `topicsChanged` (external) received by each
+  of the other three clients, p50/p95;
+- RSS per server process and the database's size.
+
+Skips (exit 0, saying why) when PostgreSQL or psycopg is not available.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from bench_server import SERVE_DEBUG, P, fill, message, ms, server_log
+
+from topicforest.server.stdio_client import StdioClient
+from topicforest.testing.stub_llm import ThreadedStubLLM
+
+WRITERS = 4
+REMOTE = "git@github.com:example/shop.git"
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def settings(url: str, stub: ThreadedStubLLM, user: str) -> dict[str, Any]:
+    return {
+        "chatModel": "openai/stub-chat",
+        "apiBase": stub.base_url,
+        "historyBudget": 512,
+        "storeUrl": url,
+        "user": user,
+    }
+
+
+def open_window(folder: Path, url: str, stub: ThreadedStubLLM, user: str) -> StdioClient:
+    client = StdioClient(SERVE_DEBUG, env=stub.env)
+    client.initialize([folder], settings(url, stub, user))
+    return client
+
+
+def first_list(folder: Path, url: str, stub: ThreadedStubLLM) -> float:
+    """Seconds from spawning a server to its first listTopics answer."""
+    start = time.perf_counter()
+    client = StdioClient(env=stub.env)
+    try:
+        client.initialize([folder], settings(url, stub, "newcomer"))
+        client.request(P + "listTopics", {})
+        return time.perf_counter() - start
+    finally:
+        client.close()
+
+
+def concurrently(clients: list[StdioClient], fn: Any) -> None:
+    threads = [threading.Thread(target=fn, args=(k, c)) for k, c in enumerate(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def notification_latency(clients: list[StdioClient], rounds: int) -> tuple[list[float], int]:
+    """A drop (then a restore) in window 0; seconds until each other window's client hears,
+    and how many did not hear within 10 s."""
+    arrivals: list[list[float]] = [[] for _ in clients]
+    for k, client in enumerate(clients[1:], start=1):
+
+        def heard(method: str, params: Any, k: int = k) -> None:
+            if method == P + "topicsChanged" and params.get("reason") == "external":
+                arrivals[k].append(time.perf_counter())
+
+        client.on_notification = heard
+    topic = clients[0].request(P + "listTopics", {})["topics"][0]["id"]
+    latencies, missed = [], 0
+    for i in range(rounds):
+        for k in range(1, len(clients)):
+            arrivals[k].clear()
+        method = "dropTopic" if i % 2 == 0 else "restoreTopic"
+        sent = time.perf_counter()
+        clients[0].request(P + method, {"topicId": topic})
+        deadline = time.monotonic() + 10
+        while any(not arrivals[k] for k in range(1, len(clients))):
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.002)
+        heard_by = [k for k in range(1, len(clients)) if arrivals[k]]
+        missed += len(clients) - 1 - len(heard_by)
+        latencies += [arrivals[k][0] - sent for k in heard_by]
+        time.sleep(0.2)  # let upkeep and listTopics refreshes settle between rounds
+    for client in clients[1:]:
+        client.on_notification = None
+    return latencies, missed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=4000)
+    parser.add_argument("--full", action="store_true", help="100,000 messages (an hour or more)")
+    parser.add_argument("--turns", type=int, default=100, help="critical-path turns per window")
+    args = parser.parse_args()
+    total = 100_000 if args.full else args.messages
+    try:
+        import psycopg
+
+        from topicforest.testing.postgres import TempPostgres, Unavailable
+
+        server = TempPostgres().start()
+    except (ImportError, Unavailable) as exc:
+        print(f"skipped: PostgreSQL is not available here ({exc})")
+        return 0
+    try:
+        url = server.create_database("bench")
+        with tempfile.TemporaryDirectory() as tmp, ThreadedStubLLM(chunks=2) as stub:
+            folder = Path(tmp) / "shop"
+            folder.mkdir()
+            subprocess.run(["git", "-C", str(folder), "init", "-q"], check=True)
+            subprocess.run(
+                ["git", "-C", str(folder), "remote", "add", "origin", REMOTE], check=True
+            )
+            clients = [open_window(folder, url, stub, f"dev{k}") for k in range(WRITERS)]
+            try:
+                started = time.perf_counter()
+                concurrently(clients, lambda k, c: fill(c, total // WRITERS, batch=8))
+                took = time.perf_counter() - started
+                print(f"fill: {total} messages by {WRITERS} servers in {took:.0f} s "
+                      f"({total / took:.0f} messages/s)")  # fmt: skip
+
+                first = [len(c.notifications) for c in clients]
+
+                def turns(k: int, client: StdioClient) -> None:
+                    for i in range(args.turns):
+                        params = {"threadId": f"crit-{k}", "turnId": f"c{k}-{i}",
+                                  "message": message(i)}  # fmt: skip
+                        client.request(P + "chat", params)
+
+                concurrently(clients, turns)
+                inside = [
+                    seconds
+                    for k, c in enumerate(clients)
+                    for seconds, _ in server_log(c, f"c{k}-", first[k]).values()
+                ]
+                print(f"chat critical path in the server, {WRITERS} windows chatting at once, "
+                      f"{len(inside)} turns: {ms(inside, 50, 99)}")  # fmt: skip
+
+                opens = [first_list(folder, url, stub) for _ in range(5)]
+                print(
+                    f"window open -> first listTopics at {total} messages: median "
+                    f"{1000 * statistics.median(opens):.0f} ms, max {1000 * max(opens):.0f} ms"
+                )
+
+                latency, missed = notification_latency(clients, 30)
+                print(f"drop in one window -> topicsChanged in the {WRITERS - 1} others: "
+                      f"{ms(latency, 50, 95)}, max {1000 * max(latency):.0f} ms, "
+                      f"{missed} not heard within 10 s")  # fmt: skip
+
+                rss = [rss_mb(c.process.pid) for c in clients]
+                print("RSS per server process: " + ", ".join(f"{r:.0f} MB" for r in rss))
+                with psycopg.connect(url) as conn:
+                    size = conn.execute("SELECT pg_database_size(current_database())").fetchone()
+                assert size is not None
+                print(f"database size: {size[0] / 2**20:.1f} MB for {total} messages")
+            finally:
+                for client in clients:
+                    client.close()
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
