@@ -5,9 +5,12 @@ it held the interpreter lock in the first seconds after start, and its garbage c
 there too: chat turns 3-15 after start took p99 30-70 ms in the server instead of ~1 ms. So
 everything litellm does for a workspace runs in one child process (`python -m
 topicforest.workspace.llm_worker`): the model's input window, the route of a model string that
-names no endpoint, topic summaries, and the chat stream of a provider that is not
-OpenAI-compatible. The OpenAI-compatible chat path never needed litellm at turn time (the route is
-resolved once, then `chat_model` streams with aiohttp in the server).
+names no endpoint, topic summaries (the offline ones too: their CPU work in a thread of the
+server held the interpreter lock a turn needed), and the chat stream of a provider that is not
+OpenAI-compatible. litellm is imported there on the first request that needs it (the server
+asks for the model's window at `initialized`). The OpenAI-compatible chat path never needed
+litellm at turn time (the route is resolved once, then `chat_model` streams with aiohttp in the
+server).
 
 Both ends are this module: requests and answers are pickled frames (a 4-byte length, then the
 pickle) on the child's stdin and stdout; the child's fd 1 is pointed at stderr first, so
@@ -151,6 +154,12 @@ WORKER = LLMWorker()  # one per server process, shared by its workspaces
 
 
 # -- the child's side --------------------------------------------------------------------------
+def _extract(request: Any) -> Any:
+    from topicforest.engine.summarize.extractive import ExtractiveSummarizer
+
+    return ExtractiveSummarizer().summarize_now(request)
+
+
 def _window(model: str) -> int | None:
     from topicforest.engine.llm import max_input_tokens
 
@@ -208,7 +217,11 @@ async def litellm_stream(
             await asyncio.shield(stream.aclose())
 
 
-CALLS: dict[str, Callable[..., Any]] = {"window": _window, "provider": litellm_provider}
+CALLS: dict[str, Callable[..., Any]] = {
+    "window": _window,
+    "provider": litellm_provider,
+    "extract": _extract,
+}
 ASYNC_CALLS: dict[str, Callable[..., Any]] = {"summarize": _summarize}
 STREAMS: dict[str, Callable[..., AsyncIterator[Any]]] = {"chat": litellm_stream}
 
@@ -247,8 +260,6 @@ class Child:
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader()
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
-        # litellm loads now, while the server waits for nothing
-        await asyncio.to_thread(_load)
         with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
             while True:
                 head = await reader.readexactly(HEADER.size)
@@ -263,12 +274,6 @@ class Child:
                         task.cancel()
                     continue
                 self.tasks[msg_id] = loop.create_task(self.run(msg_id, op, args))
-
-
-def _load() -> None:
-    from topicforest.engine.llm import load_litellm
-
-    load_litellm()
 
 
 NICENESS = 10  # background work: on a busy machine the server's turns come first

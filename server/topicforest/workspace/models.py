@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 
 from topicforest.engine.summarize.base import Summarizer, SummaryRequest, SummaryResult
 from topicforest.engine.summarize.cascade import CascadeSummarizer
 from topicforest.engine.summarize.extractive import ExtractiveSummarizer
 from topicforest.workspace.chat_model import ChatModel
-from topicforest.workspace.llm_worker import WORKER
+from topicforest.workspace.llm_worker import WORKER, WorkerError
 from topicforest.workspace.settings import Settings
+
+log = logging.getLogger(__name__)
 
 CHAT_TIMEOUT = 120.0  # seconds for the whole model call
 MAX_MODELS = 8  # per-turn model overrides kept open at once
@@ -84,8 +87,9 @@ class WorkerSummarizer:
 
 
 class OffLoopExtractive:
-    """The offline summarizer in a worker thread: its CPU work never holds up the event loop
-    (a round of big topics would otherwise delay the chat turns and requests arriving meanwhile)."""
+    """The offline summarizer, run in the worker process: its CPU work never holds up the event
+    loop, nor (as it did in a worker thread) the interpreter lock a chat turn needs. Should the
+    worker fail, it runs in a thread here: the floor of the cascade never fails."""
 
     name = ExtractiveSummarizer.name
 
@@ -93,7 +97,13 @@ class OffLoopExtractive:
         self.inner = ExtractiveSummarizer()
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
-        return await asyncio.to_thread(self.inner.summarize_now, request)
+        try:
+            result = await WORKER.call("extract", request)
+        except WorkerError as exc:
+            log.warning("offline summary in this process: %s", exc)
+            return await asyncio.to_thread(self.inner.summarize_now, request)
+        assert isinstance(result, SummaryResult)
+        return result
 
 
 def close_soon(model: ChatModel) -> None:
