@@ -243,7 +243,12 @@ async def test_restart_restores_the_same_topics(windows: Windows) -> None:
     await windows.close()  # a clean exit also flushes a's thread into the forest
 
     async def snapshot(client: Client) -> tuple[Any, ...]:
-        topics = await settled_topics(windows.stub, client)
+        async def summarized() -> list[dict[str, Any]] | None:  # settled, and nothing left due
+            topics = await settled_topics(windows.stub, client)
+            due = any(t["pending"] and not t["dropped"] for t in topics)
+            return None if due else topics
+
+        topics = await until(summarized, timeout=60, every=0.3)
         previews = [await client.call("previewTopic", {"topicId": t["id"]}) for t in topics]
         threads = await client.call("listThreads")
         return topics, previews, threads, len(windows.stub.calls("summary"))

@@ -4,7 +4,7 @@ import * as vscode from 'vscode';
 import type { Connection } from './connection';
 import { describeError } from './errors';
 import { excerpt, formatTime } from './format';
-import type { ThreadInfo } from './protocol';
+import type { Thread as ThreadInfo } from './protocol';
 
 export interface ThreadHost {
   readonly threadId: string;

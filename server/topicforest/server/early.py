@@ -34,7 +34,7 @@ from typing import Any, BinaryIO, cast
 from topicforest.server.features import context, documents, threads, topics
 from topicforest.server.framing import BadMessage, FrameParser, Gate, Skipped, decode
 from topicforest.server.identity import SERVER_NAME, server_version
-from topicforest.server.protocol import BY_NAME, PREFIX
+from topicforest.server.protocol import BY_NAME, METHODS, PREFIX
 from topicforest.server.rpc import Handler, call
 from topicforest.server.stdio import SENT_TO_CLIENT, protect_stdout, setup_stderr_logging, to_stderr
 from topicforest.workspace.registry import Workspaces
@@ -45,16 +45,18 @@ EARLY_ENV = "TOPICFOREST_EARLY"
 SERVER_MODULE = "topicforest.server.app"
 REPLAY_ID = "topicforest-early-initialize"  # the id of the `initialize` handed to pygls again
 CONTENT_TYPE = b"application/vscode-jsonrpc; charset=utf-8"
+# What early answers, by the protocol table's `early` column; the handlers are the very ones
+# pygls calls (features whose modules import no pygls).
+MEMORY_HANDLERS: dict[str, Handler] = {
+    PREFIX + verb: handler
+    for routes in (topics.ROUTES, context.ROUTES, threads.ROUTES, documents.ROUTES)
+    for verb, handler in routes.items()
+}
 EARLY_REQUESTS: dict[str, Handler] = {
-    PREFIX + "listTopics": topics.list_topics,
-    PREFIX + "previewTopic": topics.preview_topic,
-    PREFIX + "searchTopics": topics.search_topics,
-    PREFIX + "renderContext": context.render_context,
-    PREFIX + "listThreads": threads.list_threads,
-    PREFIX + "threadHistory": threads.thread_history,
+    m.name: MEMORY_HANDLERS[m.name] for m in METHODS if m.early and m.kind == "request"
 }
 EARLY_NOTIFICATIONS: dict[str, Handler] = {
-    PREFIX + "activeFileChanged": documents.active_file_changed,
+    m.name: MEMORY_HANDLERS[m.name] for m in METHODS if m.early and m.kind == "notification"
 }
 ENCODINGS = ("utf-8", "utf-16", "utf-32")
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from topicforest.server import wire
 from topicforest.server.protocol import PREFIX
 from topicforest.workspace.events import ProgressStage
 
@@ -31,7 +32,7 @@ class Notifier:
         self._steps: dict[str, asyncio.Future[str | None]] = {}
 
     def topics_changed(self, key: str, reason: str, ids: list[int] | None) -> None:
-        params: dict[str, object] = {"workspaceUri": key, "reason": reason}
+        params: wire.TopicsChanged = {"workspaceUri": key, "reason": reason}
         if ids is not None:
             params["topicIds"] = ids
         self.server.protocol.notify(TOPICS_CHANGED, params)

@@ -1,9 +1,10 @@
 """THE wire protocol: every custom method, its params, result shape and errors, in one table.
 
-Handlers validate params with `validate()` (errors name the field) and build results with the
-`*_json` functions below, whose keys are the shapes declared here. `python -m
-topicforest.server.protocol --json` prints the table; `protocol.json` next to this file is that
-output checked in, so the client's mirror can be contract-tested against it.
+Handlers get params validated by `validate()` (errors name the field) as the typed structures of
+`wire.py`, and build results with the `*_json` functions below, typed by `wire.py` too. `wire.py`
+(Python) and the client's `src/protocol.ts` (TypeScript) are generated from this table by
+`python -m topicforest.server.codegen --write`, which also writes `protocol.json` (the table as
+JSON); a test fails when any of the three is stale.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, Literal
 from topicforest.attachments import KINDS, Attachment, AttachmentRef, user_text
 from topicforest.engine import Message, TopicView
 from topicforest.engine.render import RenderedContext
+from topicforest.server import wire
 from topicforest.workspace.session import ThreadInfo
 from topicforest.workspace.turn import ChatOutcome
 
@@ -70,6 +72,11 @@ def invalid_params(name: str, problem: str) -> ProtocolError:
 
 
 # -- shapes ----------------------------------------------------------------------------------
+# Named unions of literals (a TypeScript type alias, a Python Literal).
+ALIASES: dict[str, str] = {
+    "Role": '"user"|"assistant"',
+    "AttachmentKind": '"file"|"selection"|"problems"',
+}
 SHAPES: dict[str, dict[str, str]] = {
     "Spend": {"calls": "integer", "inputTokens": "integer", "outputTokens": "integer"},
     "Topic": {
@@ -92,7 +99,7 @@ SHAPES: dict[str, dict[str, str]] = {
     "Message": {
         "id": "integer",
         "threadId": "string",
-        "role": '"user"|"assistant"',
+        "role": "Role",
         "content": "string",
         "timestamp": "number",
         "tokens": "integer",
@@ -101,15 +108,15 @@ SHAPES: dict[str, dict[str, str]] = {
     },
     "RenderedTopic": {"id": "integer", "mode": "string", "tokens": "integer"},
     "LineRange": {"startLine": "integer", "endLine": "integer"},
-    "Attachment": {
-        "kind": '"file"|"selection"|"problems"',
+    "Attachment": {  # sent by the client: a key ending in ? may be left out
+        "kind": "AttachmentKind",
         "path": "string",
-        "range": "LineRange|null",
-        "language": "string|null",
+        "range?": "LineRange|null",
+        "language?": "string|null",
         "text": "string",
     },
     "AttachmentRef": {
-        "kind": '"file"|"selection"|"problems"',
+        "kind": "AttachmentKind",
         "path": "string",
         "range": "LineRange|null",
         "language": "string|null",
@@ -161,6 +168,9 @@ class Method:
     params: tuple[Param, ...] = ()
     result: dict[str, str] = field(default_factory=dict)
     errors: tuple[str, ...] = ()
+    # answered by `early` (before pygls is loaded) from the workspaces alone: read-only
+    # requests and notifications whose handlers need no pygls
+    early: bool = False
 
 
 WORKSPACE = Param(
@@ -180,7 +190,7 @@ TOPIC_ERRORS = ("InvalidParams", "UnknownWorkspace", "UnknownTopic")
 TOPIC_RESULT = {"topic": "Topic"}
 TOPIC_MESSAGES = {"topic": "Topic", "messages": "Message[]"}
 RENDER_RESULT = {
-    "messages": "{role, content}[]",
+    "messages": "{role: string, content: string}[]",
     "tokens": "integer",
     "budget": "integer",
     "topics": "RenderedTopic[]",
@@ -190,7 +200,9 @@ RENDER_RESULT = {
 }
 
 
-def _topic_method(verb: str, doc: str, extra: tuple[Param, ...] = (), result: Any = None) -> Method:
+def _topic_method(
+    verb: str, doc: str, extra: tuple[Param, ...] = (), result: Any = None, early: bool = False
+) -> Method:
     return Method(
         PREFIX + verb,
         "request",
@@ -199,6 +211,7 @@ def _topic_method(verb: str, doc: str, extra: tuple[Param, ...] = (), result: An
         (WORKSPACE, TOPIC_ID, *extra),
         result or TOPIC_RESULT,
         TOPIC_ERRORS,
+        early,
     )
 
 
@@ -271,11 +284,13 @@ METHODS: tuple[Method, ...] = (
             "omittedTopics": "integer[]",
         },
         COMMON_ERRORS,
+        early=True,
     ),
     _topic_method(
         "previewTopic",
         "A topic and its original messages, without changing anything.",
         result=TOPIC_MESSAGES,
+        early=True,
     ),
     _topic_method(
         "expandTopic",
@@ -302,6 +317,7 @@ METHODS: tuple[Method, ...] = (
         ),
         {"results": "{topic: Topic, score: number}[]"},
         COMMON_ERRORS,
+        early=True,
     ),
     Method(
         PREFIX + "renderContext",
@@ -316,6 +332,7 @@ METHODS: tuple[Method, ...] = (
         ),
         RENDER_RESULT,
         COMMON_ERRORS,
+        early=True,
     ),
     Method(
         PREFIX + "listThreads",
@@ -325,6 +342,7 @@ METHODS: tuple[Method, ...] = (
         (WORKSPACE,),
         {"threads": "Thread[]"},
         COMMON_ERRORS,
+        early=True,
     ),
     Method(
         PREFIX + "threadHistory",
@@ -338,6 +356,7 @@ METHODS: tuple[Method, ...] = (
         ),
         {"threadId": "string", "messages": "Message[]"},
         COMMON_ERRORS,
+        early=True,
     ),
     Method(
         PREFIX + "renameThread",
@@ -367,6 +386,7 @@ METHODS: tuple[Method, ...] = (
         "clientToServer",
         "The editor's active file changed (null: none); informs ranking like didOpen does.",
         (Param("uri", "string", max_length=MAX_URI, nullable=True),),
+        early=True,
     ),
     Method(
         PREFIX + "topicsChanged",
@@ -377,7 +397,9 @@ METHODS: tuple[Method, ...] = (
         (
             Param("workspaceUri", "string", required=True),
             Param("reason", "string", required=True),
-            Param("topicIds", "integer", doc="integer[]; absent when everything may have changed"),
+            Param(
+                "topicIds", "array", items="integer", doc="Absent when everything may have changed"
+            ),
         ),
     ),
     Method(
@@ -518,7 +540,7 @@ def _json_type(value: object) -> str:
 
 
 # -- results ---------------------------------------------------------------------------------
-def topic_json(view: TopicView) -> dict[str, Any]:
+def topic_json(view: TopicView) -> wire.Topic:
     return {
         "id": view.id,
         "title": view.title,
@@ -542,7 +564,7 @@ def topic_json(view: TopicView) -> dict[str, Any]:
     }
 
 
-def message_json(message: Message, refs: Sequence[AttachmentRef] = ()) -> dict[str, Any]:
+def message_json(message: Message, refs: Sequence[AttachmentRef] = ()) -> wire.Message:
     """A message as the client shows it: the user's own text (the reference lines the model
     sees become the `attachments` chips)."""
     return {
@@ -557,11 +579,11 @@ def message_json(message: Message, refs: Sequence[AttachmentRef] = ()) -> dict[s
     }
 
 
-def messages_json(pairs: Sequence[tuple[Message, Sequence[AttachmentRef]]]) -> list[Any]:
+def messages_json(pairs: Sequence[tuple[Message, Sequence[AttachmentRef]]]) -> list[wire.Message]:
     return [message_json(message, refs) for message, refs in pairs]
 
 
-def attachment_ref_json(ref: AttachmentRef) -> dict[str, Any]:
+def attachment_ref_json(ref: AttachmentRef) -> wire.AttachmentRef:
     return {
         "kind": ref.kind,
         "path": ref.path,
@@ -573,7 +595,7 @@ def attachment_ref_json(ref: AttachmentRef) -> dict[str, Any]:
     }
 
 
-def thread_json(thread: ThreadInfo) -> dict[str, Any]:
+def thread_json(thread: ThreadInfo) -> wire.Thread:
     return {
         "threadId": thread.thread_id,
         "messageCount": thread.message_count,
@@ -582,13 +604,13 @@ def thread_json(thread: ThreadInfo) -> dict[str, Any]:
     }
 
 
-def rendered_topics_json(context: RenderedContext) -> list[dict[str, Any]]:
+def rendered_topics_json(context: RenderedContext) -> list[wire.RenderedTopic]:
     return [{"id": t.id, "mode": t.mode, "tokens": t.tokens} for t in context.topics]
 
 
-def render_json(context: RenderedContext) -> dict[str, Any]:
+def render_json(context: RenderedContext) -> wire.RenderContextResult:
     return {
-        "messages": [dict(m) for m in context.messages],
+        "messages": [{"role": m["role"], "content": m["content"]} for m in context.messages],
         "tokens": context.tokens,
         "budget": context.budget,
         "topics": rendered_topics_json(context),
@@ -598,7 +620,7 @@ def render_json(context: RenderedContext) -> dict[str, Any]:
     }
 
 
-def chat_json(outcome: ChatOutcome) -> dict[str, Any]:
+def chat_json(outcome: ChatOutcome) -> wire.ChatResult:
     reply = outcome.reply_message
     return {
         "threadId": outcome.thread_id,
@@ -642,11 +664,14 @@ def table() -> dict[str, Any]:
             out["maximum"] = p.maximum
         if p.max_items is not None:
             out["maxItems"] = p.max_items
+        if p.doc:
+            out["doc"] = p.doc
         return out
 
     return {
         "version": PROTOCOL_VERSION,
         "errors": ERRORS,
+        "aliases": ALIASES,
         "shapes": SHAPES,
         "methods": {
             m.name: {
@@ -656,6 +681,7 @@ def table() -> dict[str, Any]:
                 "params": {p.name: param(p) for p in m.params},
                 "result": m.result if m.kind == "request" else None,
                 "errors": {e: ERRORS[e] for e in m.errors},
+                "early": m.early,
             }
             for m in METHODS
         },

@@ -1,7 +1,10 @@
 """Registering custom methods: params validated against the protocol table, errors translated.
 
-Handlers get `(server, params)` with params already typed and defaulted, and may raise engine or
-memory exceptions; this module turns those into the documented JSON-RPC errors in one place.
+Handlers get `(server, params)` with params validated, defaulted and structured as the method's
+`wire.<Verb>Params`, return its `wire.<Verb>Result`, and may raise engine or workspace
+exceptions; this module turns those into the documented JSON-RPC errors in one place. A handler
+whose annotations name other types than its method's is refused when it is registered
+(`check_handler`).
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from topicforest.engine import InvalidMessage, UnknownTopic
+from topicforest.server import wire
 from topicforest.server.protocol import (
     BY_NAME,
     CHAT_NOT_CONFIGURED,
+    PREFIX,
     PROVIDER_ERROR,
     STORE_ERROR,
     UNKNOWN_TOPIC,
@@ -39,8 +44,9 @@ if TYPE_CHECKING:
     from topicforest.server.server import TopicForestServer
 
 log = logging.getLogger(__name__)
-# The first argument is the server, or for handlers that only need the memories any `Host`.
-Handler = Callable[[Any, dict[str, Any]], Any]
+# The first argument is the server, or for handlers that only need the memories any `Host`;
+# the second the method's `wire.<Verb>Params`.
+Handler = Callable[[Any, Any], Any]
 
 
 class Host(Protocol):
@@ -70,22 +76,42 @@ def translate(exc: Exception, params: dict[str, Any]) -> Exception:
     return exc
 
 
+def structure(method: Method, values: dict[str, Any]) -> Any:
+    """Validated params as the method's `wire.<Verb>Params` (fields in the table's order)."""
+    return wire.PARAMS[method.name](*(values[p.name] for p in method.params))
+
+
+def check_handler(fn: Handler, method: Method) -> None:
+    """Refuse a handler whose params (and, for a request, result) annotation is not the method's
+    generated type: a handler and the table cannot disagree."""
+    verb = method.name.removeprefix(PREFIX)
+    verb = verb[0].upper() + verb[1:]
+    signature = inspect.signature(fn)
+    annotations = [str(p.annotation) for p in signature.parameters.values()]
+    wanted = wire.PARAMS[method.name].__name__
+    if len(annotations) != 2 or annotations[1].rpartition(".")[2] != wanted:
+        raise TypeError(f"{fn.__qualname__} must take (server, {wanted}) for {method.name}")
+    result = str(signature.return_annotation).rpartition(".")[2]
+    if method.kind == "request" and result != f"{verb}Result":
+        raise TypeError(f"{fn.__qualname__} must return {verb}Result for {method.name}")
+
+
 def call(fn: Handler, ls: Any, method: Method, raw: object) -> Any:
     """Validate `raw`, run `fn`, translate its exception: the path of every custom request,
     whether pygls or `early` (before pygls is loaded) received it."""
-    params = validate(method, raw)
+    values = validate(method, raw)
     try:
-        return fn(ls, params)
+        return fn(ls, structure(method, values))
     except Exception as exc:
-        raise translate(exc, params) from exc
+        raise translate(exc, values) from exc
 
 
 async def call_async(fn: Handler, ls: Any, method: Method, raw: object) -> Any:
-    params = validate(method, raw)
+    values = validate(method, raw)
     try:
-        return await fn(ls, params)
+        return await fn(ls, structure(method, values))
     except Exception as exc:
-        raise translate(exc, params) from exc
+        raise translate(exc, values) from exc
 
 
 def for_pygls(exc: ProtocolError) -> Exception:
@@ -100,6 +126,7 @@ def request(server: TopicForestServer, name: str) -> Callable[[Handler], Handler
     method = BY_NAME[name]
 
     def decorator(fn: Handler) -> Handler:
+        check_handler(fn, method)
         if inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)
@@ -130,10 +157,12 @@ def notification(server: TopicForestServer, name: str) -> Callable[[Handler], Ha
     method = BY_NAME[name]
 
     def decorator(fn: Handler) -> Handler:
+        check_handler(fn, method)
+
         @functools.wraps(fn)
         def run(ls: TopicForestServer, raw: object) -> None:
             try:
-                fn(ls, validate(method, raw))
+                fn(ls, structure(method, validate(method, raw)))
             except ProtocolError as exc:
                 log.warning("ignored %s: %s", name, exc.message)
 

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from topicforest.server import wire
 from topicforest.server.protocol import PREFIX, render_json
-from topicforest.server.rpc import Host, request
+from topicforest.server.rpc import Handler, Host, request
 
 if TYPE_CHECKING:
     from topicforest.server.server import TopicForestServer
 
 
 def setup(server: TopicForestServer) -> None:
-    request(server, PREFIX + "renderContext")(render_context)
+    for verb, handler in ROUTES.items():
+        request(server, PREFIX + verb)(handler)
 
 
-def render_context(ls: Host, p: dict[str, Any]) -> dict[str, Any]:
-    memory = ls.workspaces.resolve(p["workspaceUri"])
-    return render_json(memory.render(p["query"], p["activeFile"], p["threadId"]))
+def render_context(ls: Host, p: wire.RenderContextParams) -> wire.RenderContextResult:
+    memory = ls.workspaces.resolve(p.workspace_uri)
+    return render_json(memory.render(p.query, p.active_file, p.thread_id))
+
+
+ROUTES: dict[str, Handler] = {"renderContext": render_context}

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from topicforest.server import wire
 from topicforest.server.protocol import PREFIX
-from topicforest.server.rpc import Host, notification
+from topicforest.server.rpc import Handler, Host, notification
 
 if TYPE_CHECKING:
     from lsprotocol import types
@@ -20,7 +21,8 @@ DID_CHANGE = "textDocument/didChange"
 def setup(server: TopicForestServer) -> None:
     server.feature(DID_OPEN)(did_open)
     server.feature(DID_CHANGE)(did_change)
-    notification(server, PREFIX + "activeFileChanged")(active_file_changed)
+    for verb, handler in ROUTES.items():
+        notification(server, PREFIX + verb)(handler)
 
 
 def did_open(ls: TopicForestServer, params: types.DidOpenTextDocumentParams) -> None:
@@ -31,10 +33,13 @@ def did_change(ls: TopicForestServer, params: types.DidChangeTextDocumentParams)
     ls.workspaces.for_document(params.text_document.uri).active_file = params.text_document.uri
 
 
-def active_file_changed(ls: Host, params: dict[str, Any]) -> None:
-    uri = params["uri"]
+def active_file_changed(ls: Host, p: wire.ActiveFileChangedParams) -> None:
+    uri = p.uri
     if uri is None:
         for memory in ls.workspaces.memories.values():
             memory.active_file = None
         return
     ls.workspaces.for_document(uri).active_file = uri
+
+
+ROUTES: dict[str, Handler] = {"activeFileChanged": active_file_changed}

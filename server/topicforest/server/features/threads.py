@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from topicforest.engine.render import sanitize_line
+from topicforest.server import wire
 from topicforest.server.protocol import (
     MAX_TITLE,
     PREFIX,
@@ -12,39 +13,43 @@ from topicforest.server.protocol import (
     messages_json,
     thread_json,
 )
-from topicforest.server.rpc import Host, request
+from topicforest.server.rpc import Handler, Host, request
 
 if TYPE_CHECKING:
     from topicforest.server.server import TopicForestServer
 
-Params = dict[str, Any]
-
 
 def setup(server: TopicForestServer) -> None:
-    request(server, PREFIX + "listThreads")(list_threads)
-    request(server, PREFIX + "threadHistory")(thread_history)
-    request(server, PREFIX + "renameThread")(rename_thread)
-    request(server, PREFIX + "deleteThread")(delete_thread)
+    for verb, handler in ROUTES.items():
+        request(server, PREFIX + verb)(handler)
 
 
-def list_threads(ls: Host, p: Params) -> Params:
-    threads = ls.workspaces.resolve(p["workspaceUri"]).threads()
+def list_threads(ls: Host, p: wire.ListThreadsParams) -> wire.ListThreadsResult:
+    threads = ls.workspaces.resolve(p.workspace_uri).threads()
     return {"threads": [thread_json(t) for t in threads]}
 
 
-def thread_history(ls: Host, p: Params) -> Params:
-    memory = ls.workspaces.resolve(p["workspaceUri"])
-    messages = memory.history(p["threadId"], p["limit"])
-    return {"threadId": p["threadId"], "messages": messages_json(memory.attached(messages))}
+def thread_history(ls: Host, p: wire.ThreadHistoryParams) -> wire.ThreadHistoryResult:
+    memory = ls.workspaces.resolve(p.workspace_uri)
+    messages = memory.history(p.thread_id, p.limit)
+    return {"threadId": p.thread_id, "messages": messages_json(memory.attached(messages))}
 
 
-def rename_thread(ls: Host, p: Params) -> Params:
-    if not sanitize_line(p["title"], MAX_TITLE):
+def rename_thread(ls: Host, p: wire.RenameThreadParams) -> wire.RenameThreadResult:
+    if not sanitize_line(p.title, MAX_TITLE):
         raise invalid_params("title", "must have a printable character")
-    memory = ls.workspaces.resolve(p["workspaceUri"])
-    return {"thread": thread_json(memory.rename_thread(p["threadId"], p["title"]))}
+    memory = ls.workspaces.resolve(p.workspace_uri)
+    return {"thread": thread_json(memory.rename_thread(p.thread_id, p.title))}
 
 
-def delete_thread(ls: Host, p: Params) -> Params:
-    deleted = ls.workspaces.resolve(p["workspaceUri"]).delete_thread(p["threadId"])
-    return {"threadId": p["threadId"], "deletedMessages": deleted}
+def delete_thread(ls: Host, p: wire.DeleteThreadParams) -> wire.DeleteThreadResult:
+    deleted = ls.workspaces.resolve(p.workspace_uri).delete_thread(p.thread_id)
+    return {"threadId": p.thread_id, "deletedMessages": deleted}
+
+
+ROUTES: dict[str, Handler] = {
+    "listThreads": list_threads,
+    "threadHistory": thread_history,
+    "renameThread": rename_thread,
+    "deleteThread": delete_thread,
+}
