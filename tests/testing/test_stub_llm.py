@@ -85,7 +85,7 @@ BLOCK = "```python path=src/lexer.py\ndef tokenize(text):\n    return []\n```"
 
 
 def test_a_fenced_block_in_the_question_is_proposed_back_verbatim() -> None:
-    asked = f"Please change it:\n\n{BLOCK}\n\nand ```inline``` stays prose. Thanks.\n\n```\nsecond\n```"
+    asked = f"Change it:\n\n{BLOCK}\n\nand ```inline``` is prose.\n\n```\nsecond\n```"
     reply = echo_reply([*USER, {"role": "assistant", "content": "ok"}, _user(asked)])
     assert reply.endswith(f"\n\n{BLOCK}\n")  # the first block, its path on the fence line
     assert "You asked" not in reply and "second" not in reply
