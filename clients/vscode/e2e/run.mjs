@@ -427,11 +427,17 @@ async function main() {
       // one line: the editor shows spaces as U+00A0 and wraps long lines
       const docText = async () => (await doc.innerText()).replace(/[\s\u00a0]+/g, ' ');
       await waitFor('the render in the context view', async () => /What the model sees/.test(await docText()));
+      // (the view re-reads itself when the tree reloads: meanwhile its text may be half there)
       const render = async () => {
-        const text = await docText();
-        const m = /(\d+) of (\d+) tokens/.exec(text);
-        const sent = /## Topics sent \((\d+)\)/.exec(text);
-        if (!m || !sent) throw new Error(`no token total or topics in the context view: ${text.slice(0, 300)}`);
+        let text = '';
+        let m;
+        let sent;
+        await waitFor('a token total and the topics sent in the context view', async () => {
+          text = await docText();
+          m = /(\d+) of (\d+) tokens/.exec(text);
+          sent = /## Topics sent \((\d+)\)/.exec(text);
+          return Boolean(m && sent);
+        }, 10_000).catch((error) => { throw new Error(`${error.message}: ${text.slice(0, 300)}`); });
         return { tokens: Number(m[1]), budget: Number(m[2]), sent: Number(sent[1]) };
       };
       log(`what the model sees: ${JSON.stringify(await render())}; status bar "${await statusText()}"`);
@@ -443,8 +449,10 @@ async function main() {
           return (await statusText()).endsWith(`${compact(tokens)}/${compact(budget)}`) &&
             header.includes(`${compact(tokens)} / ${compact(budget)} tokens`);
         };
-        await waitFor('the status bar and the Topics header to show the render\'s tokens', agree, 15_000).catch(async () => {
-          throw new Error(`status bar "${await statusText()}", render ${JSON.stringify(await render())}`);
+        await waitFor('the status bar and the Topics header to show the render\'s tokens', agree, 15_000).catch(async (error) => {
+          const header = (await topicsPane(page).locator('.pane-header').innerText()).replace(/\s+/g, ' ');
+          throw new Error(`${error.message}: status bar "${await statusText()}", Topics header "${header}", ` +
+            `render ${JSON.stringify(await render())}`);
         });
       });
       await check('the rows marked sent are the render\'s topics', 'chat-server', async () => {
