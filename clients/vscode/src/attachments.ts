@@ -75,7 +75,7 @@ const relative = (uri: vscode.Uri): string => vscode.workspace.asRelativePath(ur
  *  (package.json's "Add Selection to Chat" menu entry lists the same schemes.) */
 export const ATTACHABLE_SCHEMES: readonly string[] = ['file', 'untitled'];
 
-export const attachable = (editor: vscode.TextEditor | undefined): editor is vscode.TextEditor =>
+export const attachable = (editor: vscode.TextEditor | undefined): boolean =>
   editor !== undefined && ATTACHABLE_SCHEMES.includes(editor.document.uri.scheme);
 
 /** The text of a file: the open document (unsaved edits included), else the disk. */
