@@ -81,6 +81,36 @@ async def test_chat_streams_several_sse_chunks_with_final_usage(
     assert usage is not None and usage.completion_tokens == record.completion_tokens
 
 
+BLOCK = "```python path=src/lexer.py\ndef tokenize(text):\n    return []\n```"
+
+
+def test_a_fenced_block_in_the_question_is_proposed_back_verbatim() -> None:
+    asked = f"Change it:\n\n{BLOCK}\n\nand ```inline``` is prose.\n\n```\nsecond\n```"
+    reply = echo_reply([*USER, {"role": "assistant", "content": "ok"}, _user(asked)])
+    assert reply.endswith(f"\n\n{BLOCK}\n")  # the first block, its path on the fence line
+    assert "You asked" not in reply and "second" not in reply
+    # a longer fence may hold a shorter one; an unclosed fence is no block
+    nested = "````md\n```py\nx = 1\n```\n````"
+    assert echo_reply([_user(f"see\n{nested}\nok")]).endswith(f"\n\n{nested}\n")
+    assert echo_reply([_user("```py\nx = 1\n")]).startswith("You asked")
+    # only the last user message counts
+    assert echo_reply([_user(asked), *USER]).startswith('You asked: "Why does data/loader.py')
+
+
+async def test_a_proposed_block_streams_whole(stub: StubLLM, litellm: ModuleType) -> None:
+    messages = [_user(f"Make tokenize return a list:\n{BLOCK}")]
+    stream = await litellm.acompletion(
+        model="openai/stub-chat", api_base=stub.base_url, messages=messages, stream=True
+    )
+    pieces = [c.choices[0].delta.content async for c in stream if c.choices[0].delta.content]
+    assert len(pieces) >= 2 and "".join(pieces) == echo_reply(messages)
+    assert BLOCK in "".join(pieces)
+
+
+def _user(text: str) -> dict[str, str]:
+    return {"role": "user", "content": text}
+
+
 async def test_both_endpoint_paths_answer(stub: StubLLM) -> None:
     for path in ("/v1/chat/completions", "/chat/completions"):
         url = stub.base_url.removesuffix("/v1") + path

@@ -6,7 +6,8 @@
 // Case 2: the environment is deleted between two starts: rebuilt, memory intact.
 // Issue 15 steps: the Topics welcome, the in-request marks, "What the Model Sees" against the
 // budget shown, a new thread, the tree at a 300 px sidebar, and light / dark / High Contrast
-// screenshots of the chat and the tree (into docs/img/, shown in docs/client.md).
+// screenshots of the chat and the tree (shown in docs/client.md: copied into docs/img/ only with
+// TOPICFOREST_E2E_SCREENSHOTS=docs), an applied code block.
 // Screenshots and logs go to artifacts/e2e/.
 //
 // Steps for another branch's features go next to these with the helpers below (openChat,
@@ -17,6 +18,7 @@
 // env: E2E_HOME (/opt/topicforest-e2e)  TOPICFOREST_PYTHON (../../.venv/bin/python: the stub model)
 //      TF_E2E_PORT (default: a free port)  CHROMIUM_PATH (/usr/bin/chromium)
 //      PIP_CACHE_DIR (default ~/.cache/pip: the extension's pip reuses what make venv fetched)
+//      TOPICFOREST_E2E_SCREENSHOTS=docs (also write the theme screenshots to docs/img/)
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -35,6 +37,13 @@ const RUN = path.join(E2E_HOME, 'run');          // per-run state: user data, ex
 const STUB_KEY = 'sk-stub-not-a-secret';           // the stub ignores it; litellm wants one set
 const ENV_TIMEOUT = 420_000;   // building the environment: ~40 s from pip's cache, minutes without
 const DOCS_IMG = path.join(REPO, 'docs/img');
+// the theme screenshots go into docs/img/ (the ones docs/client.md shows) only when asked
+const SCREENSHOTS = process.env.TOPICFOREST_E2E_SCREENSHOTS ?? '';
+if (!['', 'docs'].includes(SCREENSHOTS)) {
+  console.error(`e2e: TOPICFOREST_E2E_SCREENSHOTS is "${SCREENSHOTS}"; unset, or "docs" to update docs/img/`);
+  process.exit(1);
+}
+const TO_DOCS = SCREENSHOTS === 'docs';
 // Branches whose features some checks below need, not merged yet (see `check`).
 const AWAITING = new Set([]);
 const t0 = Date.now();
@@ -418,11 +427,17 @@ async function main() {
       // one line: the editor shows spaces as U+00A0 and wraps long lines
       const docText = async () => (await doc.innerText()).replace(/[\s\u00a0]+/g, ' ');
       await waitFor('the render in the context view', async () => /What the model sees/.test(await docText()));
+      // (the view re-reads itself when the tree reloads: meanwhile its text may be half there)
       const render = async () => {
-        const text = await docText();
-        const m = /(\d+) of (\d+) tokens/.exec(text);
-        const sent = /## Topics sent \((\d+)\)/.exec(text);
-        if (!m || !sent) throw new Error(`no token total or topics in the context view: ${text.slice(0, 300)}`);
+        let text = '';
+        let m;
+        let sent;
+        await waitFor('a token total and the topics sent in the context view', async () => {
+          text = await docText();
+          m = /(\d+) of (\d+) tokens/.exec(text);
+          sent = /## Topics sent \((\d+)\)/.exec(text);
+          return Boolean(m && sent);
+        }, 10_000).catch((error) => { throw new Error(`${error.message}: ${text.slice(0, 300)}`); });
         return { tokens: Number(m[1]), budget: Number(m[2]), sent: Number(sent[1]) };
       };
       log(`what the model sees: ${JSON.stringify(await render())}; status bar "${await statusText()}"`);
@@ -434,8 +449,10 @@ async function main() {
           return (await statusText()).endsWith(`${compact(tokens)}/${compact(budget)}`) &&
             header.includes(`${compact(tokens)} / ${compact(budget)} tokens`);
         };
-        await waitFor('the status bar and the Topics header to show the render\'s tokens', agree, 15_000).catch(async () => {
-          throw new Error(`status bar "${await statusText()}", render ${JSON.stringify(await render())}`);
+        await waitFor('the status bar and the Topics header to show the render\'s tokens', agree, 15_000).catch(async (error) => {
+          const header = (await topicsPane(page).locator('.pane-header').innerText()).replace(/\s+/g, ' ');
+          throw new Error(`${error.message}: status bar "${await statusText()}", Topics header "${header}", ` +
+            `render ${JSON.stringify(await render())}`);
         });
       });
       await check('the rows marked sent are the render\'s topics', 'chat-server', async () => {
@@ -489,13 +506,15 @@ async function main() {
       const before = await replies.count();
       await sendMessage(page, 'Is `re.finditer` with a compiled `MASTER` pattern faster than `re.match` in a loop?');
       await waitReply(page, before + 1);
-      fs.mkdirSync(DOCS_IMG, { recursive: true });
       for (const [theme, file] of [['Light Modern', 'light'], ['Dark Modern', 'dark'], ['Dark High Contrast', 'hc-dark']]) {
         await setTheme(page, theme);
-        const target = path.join(DOCS_IMG, `client-${file}.png`);
+        const target = path.join(ART, `07d-theme-${file}.png`);
         await page.locator('.part.sidebar').first().screenshot({ path: target });
-        fs.copyFileSync(target, path.join(ART, `07d-theme-${file}.png`));
-        log(`screenshot: ${theme} -> ${path.relative(REPO, target)}`);
+        if (TO_DOCS) {
+          fs.mkdirSync(DOCS_IMG, { recursive: true });
+          fs.copyFileSync(target, path.join(DOCS_IMG, `client-${file}.png`));
+        }
+        log(`screenshot: ${theme} -> ${path.relative(REPO, target)}${TO_DOCS ? ` and docs/img/client-${file}.png` : ''}`);
       }
       await check('a code span in the chat is readable in High Contrast', 'chat-webview', async () => {
         const code = chatView(page).locator('.msg.assistant .body code').last();
@@ -548,6 +567,41 @@ async function main() {
       await sendMessage(page, 'And what would the other model say?');
       await waitReply(page, before + 1);
       log(`model picker: ${await model.inputValue()} of ${JSON.stringify(await model.locator('option').allInnerTexts())}`);
+    };
+
+    // an applied code block: asked to change src/lexer.py, the stub model proposes the block the
+    // question carries (stub_llm's documented reply to a fenced block); Apply shows the diff,
+    // Accept writes the file, Discard leaves it as it is
+    const lexer = path.join(dirs['work/src'], 'lexer.py');
+    const proposeAndApply = async (body, choice) => {
+      const chat = chatView(page);
+      const before = await chat.locator('.msg.assistant:not(.streaming)').count();
+      await sendMessage(page, `Change tokenize in src/lexer.py like this:\n\n\`\`\`python path=src/lexer.py\n${body}\`\`\``);
+      const reply = await waitReply(page, before + 1);
+      const block = reply.locator('.code-block:has(.code-label:text-is("src/lexer.py"))');
+      await block.first().waitFor({ timeout: 5_000 });
+      await block.first().locator('button.apply').click();
+      await page.locator('.tabs-container .tab.active', { hasText: 'proposed by Topic Forest' }).first().waitFor({ timeout: 20_000 });
+      const ask = page.locator('.notifications-toasts .notification-list-item', { hasText: 'Apply the proposed change to src/lexer.py?' });
+      await ask.first().waitFor({ timeout: 20_000 });
+      await shot(`07f-apply-${choice.toLowerCase()}`);
+      await ask.first().getByRole('button', { name: choice, exact: true }).click();
+      await ask.first().waitFor({ state: 'detached', timeout: 10_000 });
+    };
+    const onDisk = () => fs.readFileSync(lexer, 'utf8');
+    const applyCodeBlock = async () => {
+      const accepted = 'def tokenize(text):\n    """Words, split at whitespace."""\n    return text.split()\n';
+      if (onDisk() === accepted) throw new Error('src/lexer.py has the proposed text already');
+      await proposeAndApply(accepted, 'Accept');
+      await waitFor('src/lexer.py on disk to have the accepted block', async () => onDisk() === accepted, 10_000)
+        .catch((error) => { throw new Error(`${error.message}: it has ${JSON.stringify(onDisk())}`); });
+      log(`Apply + Accept wrote src/lexer.py: ${JSON.stringify(onDisk())}`);
+      await proposeAndApply('def tokenize(text):\n    raise NotImplementedError\n', 'Discard');
+      await sleep(1500); // an Accept would have written by now
+      if (onDisk() !== accepted) throw new Error(`Discard changed src/lexer.py: ${JSON.stringify(onDisk())}`);
+      const dirty = await page.locator('.tabs-container .tab.dirty', { hasText: 'lexer.py' }).count();
+      if (dirty) throw new Error('Discard left src/lexer.py edited (unsaved) in its editor');
+      log('Apply + Discard left src/lexer.py as it was');
     };
 
     // ------------------------------------------------------------ drop, restore, preview
@@ -633,6 +687,7 @@ async function main() {
     await sidebarAt300px();
     await themeScreenshots();
     await chatFeatures();
+    await applyCodeBlock();
 
     // ------------------------------------------------------------ reload: history comes back
     // A reload restarts the extension host and the server; the thread id survives in

@@ -69,6 +69,15 @@ export function capText(text: string, path: string): string {
 
 const relative = (uri: vscode.Uri): string => vscode.workspace.asRelativePath(uri, false);
 
+/** Where code is attached from: files and untitled buffers. Not from a read-only view (a topic
+ *  preview, What the Model Sees, a proposal in a diff, an output channel, a git revision): its
+ *  text is not the user's code, and its path names no file the model or an Apply could use.
+ *  (package.json's "Add Selection to Chat" menu entry lists the same schemes.) */
+export const ATTACHABLE_SCHEMES: readonly string[] = ['file', 'untitled'];
+
+export const attachable = (editor: vscode.TextEditor | undefined): boolean =>
+  editor !== undefined && ATTACHABLE_SCHEMES.includes(editor.document.uri.scheme);
+
 /** The text of a file: the open document (unsaved edits included), else the disk. */
 export async function readText(uri: vscode.Uri): Promise<{ text: string; language?: string }> {
   const open = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
@@ -150,7 +159,7 @@ export class PendingAttachments {
   }
 
   addSelection(): boolean {
-    const attachment = selectionAttachment(this.editor());
+    const attachment = selectionAttachment(this.source());
     return attachment ? this.addAttachment(attachment) : false;
   }
 
@@ -159,13 +168,19 @@ export class PendingAttachments {
   async addMention(item: MentionItem): Promise<boolean> {
     if (item.kind === 'selection') return this.addSelection();
     if (item.kind === 'problems') {
-      const attachment = problemsAttachment(this.editor());
+      const attachment = problemsAttachment(this.source());
       return attachment ? this.addAttachment(attachment) : false;
     }
     const listed = this.files ? await this.files.uris : new Map<string, vscode.Uri>();
     const folder = vscode.workspace.workspaceFolders?.[0];
     const uri = listed.get(item.path) ?? (folder && vscode.Uri.joinPath(folder.uri, item.path));
     return uri ? this.addFile(uri) : false;
+  }
+
+  /** The last editor, if code can be attached from it. */
+  private source(): vscode.TextEditor | undefined {
+    const editor = this.editor();
+    return attachable(editor) ? editor : undefined;
   }
 
   remove(id: string): void {
@@ -182,9 +197,9 @@ export class PendingAttachments {
     return { attachments, chips: attachments.map(chipOf) };
   }
 
-  /** The `@` list for `query`: @selection / @problems of the last editor, then files. */
+  /** The `@` list for `query`: @selection / @problems of the last editor (a file's), then files. */
   async mentions(query: string): Promise<MentionItem[]> {
-    const editor = this.editor();
+    const editor = this.source();
     const items: MentionItem[] = [];
     if (editor) {
       const path = relative(editor.document.uri);

@@ -1,5 +1,6 @@
 // Wires the server, the chat view, the topic tree, commands and the status bar together.
 import * as vscode from 'vscode';
+import { attachable } from './attachments';
 import { ChatController, ChatViewProvider } from './chatView';
 import { CodeBlockActions, EditorTracker, PROPOSAL_SCHEME, ProposalProvider } from './codeBlocks';
 import { TopicCommands } from './commands';
@@ -84,7 +85,11 @@ export function activate(context: vscode.ExtensionContext): void {
     }),
     vscode.commands.registerCommand('topicForest.addSelectionToChat', async () => {
       if (!chat.pending.addSelection()) {
-        void vscode.window.showInformationMessage('Topic Forest: select some code first (or it is attached already).');
+        const from = editor();
+        void vscode.window.showInformationMessage(from && !attachable(from)
+          ? 'Topic Forest: only a selection in a file or an untitled editor can be attached (this ' +
+            `editor shows a ${from.document.uri.scheme}: document, not a file).`
+          : 'Topic Forest: select some code first (or it is attached already).');
         return;
       }
       await focusChat();

@@ -13,7 +13,10 @@ openai provider insists on some API key: pass `api_key=STUB_API_KEY` or put `stu
   containing "extractive" (e.g. `openai/stub-extractive`), or `StubLLM(summary_mode=
   "extractive")`, selects the engine's own `ExtractiveSummarizer` instead.
 - Any other request gets a deterministic chat reply quoting the last user message, or the next
-  scripted reply; streamed (`stream: true`) as several SSE chunks.
+  scripted reply; streamed (`stream: true`) as several SSE chunks. When the last user message
+  holds a fenced code block, the reply proposes that block back instead (the first one, verbatim,
+  its fence line included, so a `path=...` on it still names the file): what a model asked to
+  change code answers with, for tests of a reply's code block (Apply to File, say).
 - Latency per call and per chunk, fault injection per call (HTTP status, hang, malformed JSON,
   broken SSE, a stream that ends early but cleanly) and a request log with token counts for
   assertions and cost accounting.
@@ -64,6 +67,9 @@ EXTRACTIVE_MODEL_MARK = "extractive"  # in a model name: the engine's extractive
 # A sentence ends at . ! or ? followed by whitespace; a line break always ends one.
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\s*\n\s*")
 _FENCE = re.compile(r"^`{3,}[\w+-]*$")  # a bare code fence line is no sentence
+# A fenced code block: an opening fence (3+ backticks, an info string), then its lines up to a
+# closing fence at least as long.
+_FENCED_BLOCK = re.compile(r"^(`{3,})[^`\n]*\n(?:.*\n)*?\1`*[ \t]*$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -498,9 +504,19 @@ def _stub_message(index: int, role: str, content: str) -> Message:
     )
 
 
+def fenced_block(text: str) -> str | None:
+    """The first fenced code block in `text`, fences included; None when there is none."""
+    match = _FENCED_BLOCK.search(text)
+    return match.group(0) if match else None
+
+
 def echo_reply(messages: list[dict[str, Any]]) -> str:
-    """A deterministic chat answer that shows what the model was given."""
+    """A deterministic chat answer that shows what the model was given (or, when the last user
+    message holds a fenced code block, proposes that block back)."""
     last = next((_text(m) for m in reversed(messages) if m.get("role") == "user"), "")
+    block = fenced_block(last)
+    if block:
+        return f"Here is the change, as the stub model proposes it:\n\n{block}\n"
     quoted = " ".join(last.split())
     if len(quoted) > 200:
         quoted = quoted[:199] + "…"

@@ -3,7 +3,7 @@ import { expect } from 'expect';
 import * as vscode from 'vscode';
 import * as mock from '../mocks/vscode';
 import {
-  capText, excludeGlob, formatProblems, MAX_ATTACHMENTS, MAX_FILE_BYTES, PendingAttachments, rankPaths,
+  attachable, ATTACHABLE_SCHEMES, capText, excludeGlob, formatProblems, MAX_ATTACHMENTS, MAX_FILE_BYTES, PendingAttachments, rankPaths,
 } from '../../src/attachments';
 
 const uri = (path: string) => mock.Uri.file(`/ws/${path}`);
@@ -86,6 +86,24 @@ describe('attachments', () => {
     const { list } = pending(editorOn('src/app.py', 'x'));
     expect(list.addSelection()).toBe(false);
     expect(pending(undefined).list.addSelection()).toBe(false);
+  });
+
+  it('attaches only from a file or an untitled editor, never from a read-only view', async () => {
+    const on = (scheme: string) => new mock.FakeEditor(new mock.FakeDocument(
+      mock.Uri.from({ scheme, path: '/Topic 1 - lexer.md' }), '# Topic 1\nSummary\n', 'markdown'),
+    [new mock.Selection(0, 0, 1, 7)]);
+    for (const scheme of ['topicforest-preview', 'topicforest-context', 'topicforest-proposal', 'output', 'git']) {
+      const { list, changes } = pending(on(scheme));
+      expect(list.addSelection()).toBe(false);
+      expect(await list.addMention({ kind: 'selection', path: 'Topic 1 - lexer.md', detail: '' })).toBe(false);
+      expect(await list.addMention({ kind: 'problems', path: 'Topic 1 - lexer.md', detail: '' })).toBe(false);
+      expect(await list.mentions('')).toEqual([]); // no @selection / @problems offered for it
+      expect(changes()).toBe(0);
+      expect(attachable(on(scheme) as unknown as vscode.TextEditor)).toBe(false);
+    }
+    expect(ATTACHABLE_SCHEMES).toEqual(['file', 'untitled']);
+    for (const scheme of ATTACHABLE_SCHEMES) expect(pending(on(scheme)).list.addSelection()).toBe(true);
+    expect(attachable(undefined)).toBe(false);
   });
 
   it('a listed file is attached by its own uri (a second workspace folder too)', async () => {

@@ -5,6 +5,7 @@ import { describe, it } from 'node:test';
 import { expect } from 'expect';
 import pkg from '../../package.json';
 import { MIN_PYTHON } from '../../src/python';
+import { ATTACHABLE_SCHEMES } from '../../src/attachments';
 
 /** Evaluates the `when` clauses used here: `a == b`, `a =~ /re/`, joined by `&&`. */
 function when(clause: string, ctx: Record<string, string>): boolean {
@@ -91,7 +92,10 @@ describe('package.json contributions', () => {
   it('puts code into the chat from the editor: context menu entries and a keybinding that shadows no common default', () => {
     const menu = pkg.contributes.menus['editor/context'];
     expect(menu.map((e) => e.command)).toEqual(['topicForest.askTopicForest', 'topicForest.addSelectionToChat']);
-    expect(menu.find((e) => e.command === 'topicForest.addSelectionToChat')?.when).toBe('editorHasSelection');
+    // offered where a selection can be attached: a file or an untitled editor (ATTACHABLE_SCHEMES)
+    const when = menu.find((e) => e.command === 'topicForest.addSelectionToChat')?.when ?? '';
+    const schemes = /^editorHasSelection && resourceScheme =~ \/\^\(([\w|-]+)\)\$\/$/.exec(when)?.[1];
+    expect(schemes?.split('|')).toEqual([...ATTACHABLE_SCHEMES]);
     const [binding] = pkg.contributes.keybindings;
     expect(binding?.command).toBe('topicForest.askTopicForest');
     expect(binding?.when).toBe('editorTextFocus');
