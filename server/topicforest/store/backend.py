@@ -89,6 +89,21 @@ class Backend(abc.ABC):
         """Begin a write transaction that no other process's write transaction overlaps."""
 
     @abc.abstractmethod
+    def begin_append(self) -> None:
+        """Begin a transaction that only adds messages (their threads' rows, attachments): it
+        reads no shared state, so it need not wait for other writers where the database can
+        avoid it (PostgreSQL); ids come from `new_message_id`."""
+
+    @abc.abstractmethod
+    def new_message_id(self) -> int:
+        """A message id no other process gets, greater than every id committed before."""
+
+    @abc.abstractmethod
+    def count_append(self) -> int:
+        """In an append transaction: bump the memory's append counter; returns its new value
+        (other processes reread hot zones and thread rows when it changes)."""
+
+    @abc.abstractmethod
     def begin_read(self) -> None:
         """Begin a read transaction on one consistent snapshot."""
 
@@ -112,8 +127,9 @@ class Backend(abc.ABC):
         """Make every commit durable (SQLite fsyncs its WAL; PostgreSQL's commit already is)."""
 
     @abc.abstractmethod
-    def changed_elsewhere(self, known_rev: int) -> bool:
-        """Whether another connection committed since this one last looked (cheap)."""
+    def changed_elsewhere(self, known_rev: int, known_appends: int) -> bool:
+        """Whether another connection committed since this one last looked (cheap); `known_*`
+        are the `rev` and `appends` counters last loaded."""
 
     @abc.abstractmethod
     def changes(self, stop: Any) -> AsyncIterator[None]:

@@ -157,6 +157,15 @@ MIGRATIONS: tuple[str, ...] = (
     );
     INSERT INTO meta (key, value) VALUES ('deletions', '0') ON CONFLICT (key) DO NOTHING;
     """,
+    # 3: appends without the writer lock: message ids from a sequence (continuing the meta
+    # counter, which is no longer used) and the append counter other windows watch
+    """
+    CREATE SEQUENCE message_ids;
+    SELECT setval('message_ids', GREATEST(
+        (SELECT CAST(value AS BIGINT) FROM meta WHERE key = 'next_message_id'),
+        (SELECT COALESCE(max(id), 0) + 1 FROM messages), 1), false);
+    INSERT INTO meta (key, value) VALUES ('appends', '0') ON CONFLICT (key) DO NOTHING;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -358,6 +367,23 @@ class PostgresBackend(Backend):
         conn.execute("BEGIN")
         conn.execute("SELECT pg_advisory_xact_lock(?, ?)", (WRITE_LOCK, self.lock_id))
 
+    def begin_append(self) -> None:
+        """No writer lock: the rows an append writes are new (a message from the sequence),
+        or updated atomically (its thread's row, the append counter); READ COMMITTED."""
+        self._live().execute("BEGIN")
+
+    def new_message_id(self) -> int:
+        return _one(self.conn.execute("SELECT nextval('message_ids')"))
+
+    def count_append(self) -> int:
+        return _one(
+            self.conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('appends', '1') ON CONFLICT (key)"
+                " DO UPDATE SET value = CAST(CAST(meta.value AS BIGINT) + 1 AS TEXT)"
+                " RETURNING value"
+            )
+        )
+
     def begin_read(self) -> None:
         self._live().execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
 
@@ -375,9 +401,12 @@ class PostgresBackend(Backend):
     def flush(self) -> None:
         """Nothing to do: COMMIT returned after the server flushed its WAL."""
 
-    def changed_elsewhere(self, known_rev: int) -> bool:
-        row = self._live().execute("SELECT value FROM meta WHERE key = 'rev'").fetchone()
-        return known_rev < 0 or row is None or int(row[0]) != known_rev
+    def changed_elsewhere(self, known_rev: int, known_appends: int) -> bool:
+        rows = dict(
+            self._live().execute("SELECT key, value FROM meta WHERE key IN ('rev', 'appends')")
+        )
+        known = {"rev": str(known_rev), "appends": str(known_appends)}
+        return known_rev < 0 or rows != known
 
     async def changes(self, stop: asyncio.Event | None) -> AsyncIterator[None]:
         """After each NOTIFY from another session; also after (re)connecting and every
@@ -416,6 +445,14 @@ class PostgresBackend(Backend):
         if raw is not None:
             with contextlib.suppress(Exception):
                 raw.close()
+
+
+def _one(cursor: psycopg.Cursor[Any]) -> int:
+    """The integer a one-row, one-column statement returned."""
+    row = cursor.fetchone()
+    if row is None:
+        raise StoreError("the team memory database answered no row")
+    return int(row[0])
 
 
 async def _wait(stop: asyncio.Event | None, seconds: float) -> None:
