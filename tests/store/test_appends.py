@@ -117,7 +117,7 @@ def test_only_the_owner_renames_or_deletes_a_thread(memory: Memory) -> None:
         lambda: bob.rename_thread("ann-1", "mine now"),
         lambda: bob.thread_message_ids("ann-1"),  # what a delete starts with
     ):
-        with pytest.raises(ForeignThread, match="ann-1.*belongs to another person"):
+        with pytest.raises(ForeignThread, match=r"ann-1.*belongs to another person"):
             change()
     assert [t.title for t in ann.threads()] == ["Where is create_invoice?"]
     renamed = ann.rename_thread("ann-1", "Invoices")
