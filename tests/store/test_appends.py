@@ -8,12 +8,17 @@ loses nothing.
 
 from __future__ import annotations
 
+import contextlib
 import threading
+import uuid
 from collections.abc import Callable
 
 import pytest
 
+from topicforest.store import Store, StoreError
 from topicforest.store.errors import ForeignThread
+from topicforest.store.postgres import PostgresBackend
+from topicforest.testing.postgres import TempPostgres, wait_until_reachable
 
 from .conftest import Memory, state_of, synthetic
 from .test_store import feed
@@ -141,3 +146,44 @@ def test_a_memory_written_before_appends_were_counted_takes_appends(memory: Memo
     other = memory.open()
     assert [m.content for m in other.thread_history("t")] == ["first after the upgrade"]
     assert other.meta_int("appends") == 1
+
+
+def test_a_deferred_commit_is_durable_after_sync_and_refused_if_the_server_restarted(
+    postgres: TempPostgres,
+) -> None:
+    """PostgreSQL: a turn's question commits without waiting for the WAL flush (what SQLite's
+    unsynced commit does); `sync` (while the model answers) makes it durable, and refuses if
+    the server crashed in between, so such a turn is never acknowledged."""
+    url = postgres.create_database(f"defer_{uuid.uuid4().hex[:12]}")
+    store = Store(PostgresBackend(url, "example.com/defer"), user="ann")
+    try:
+        window = store.open_window()
+        with Store.unsynced():
+            window.append("t", "user", "kept")
+        assert store.unsynced_commits
+        store.sync()
+        assert not store.unsynced_commits
+        postgres.halt("immediate")  # a crash right after the acknowledgement
+        postgres.resume()
+        wait_until_reachable(url)
+        with contextlib.suppress(StoreError):  # the store's session died with the server
+            store.refresh()
+        assert [m.content for m in store.thread_history("t")] == ["kept"]
+
+        with Store.unsynced():
+            window.append("t", "user", "maybe lost")
+        postgres.halt("immediate")
+        postgres.resume()
+        wait_until_reachable(url)
+        with pytest.raises(StoreError, match="restarted before its last changes"):
+            store.sync()
+        assert store.mirror.stale  # the next load rebuilds the window from what survived
+        with contextlib.suppress(StoreError):  # the store's session died with the server
+            window.append("t", "user", "after")
+        window.append("t", "user", "after")
+        assert {m.content for m in window.hot["t"]} <= {"kept", "maybe lost", "after"}
+        assert [m.content for m in window.hot["t"]] == [
+            m.content for m in store.thread_history("t")
+        ]
+    finally:
+        store.close()

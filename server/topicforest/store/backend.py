@@ -85,11 +85,12 @@ class Backend(abc.ABC):
         """A clear sentence for a driver error."""
 
     @abc.abstractmethod
-    def begin_write(self) -> None:
-        """Begin a write transaction that no other process's write transaction overlaps."""
+    def begin_write(self, *, deferred: bool = False) -> None:
+        """Begin a write transaction that no other process's write transaction overlaps.
+        `deferred`: its commit may return before it is durable (`flush` makes it so)."""
 
     @abc.abstractmethod
-    def begin_append(self) -> None:
+    def begin_append(self, *, deferred: bool = False) -> None:
         """Begin a transaction that only adds messages (their threads' rows, attachments): it
         reads no shared state, so it need not wait for other writers where the database can
         avoid it (PostgreSQL); ids come from `new_message_id`."""
@@ -124,7 +125,8 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def flush(self) -> None:
-        """Make every commit durable (SQLite fsyncs its WAL; PostgreSQL's commit already is)."""
+        """Make every commit durable (SQLite fsyncs its WAL; PostgreSQL flushes its WAL past
+        this connection's deferred commits); raises StoreError if one may be lost."""
 
     @abc.abstractmethod
     def changed_elsewhere(self, known_rev: int, known_appends: int) -> bool:

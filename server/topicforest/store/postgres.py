@@ -255,6 +255,11 @@ class PostgresBackend(Backend):
         self.lock_id = _lock_id(self.key)
         self._raw: psycopg.Connection[Any] | None = None
         self._conn: PgConnection | None = None
+        self._started: object = None  # the server's start time, seen by the store's session
+        self._flush_raw: psycopg.Connection[Any] | None = None
+        self.deferrable = True  # deferred commits can be flushed (see `flush`)
+        self._deferred = False  # the open transaction's commit is deferred
+        self._unflushed: object = None  # deferred commits wait for the server started then
         self.lease = AdvisoryLease(self)
         try:
             self._open()
@@ -286,6 +291,8 @@ class PostgresBackend(Backend):
         try:
             raw.execute("SET synchronous_commit = on")  # a commit is durable when it returns
             raw.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
+            started = raw.execute("SELECT pg_postmaster_start_time()").fetchone()
+            self._started = started[0] if started else None
             self._migrate(raw)
             raw.execute(f"SET search_path TO {self.schema}")
         except BaseException:
@@ -362,15 +369,29 @@ class PostgresBackend(Backend):
             return f"the team memory database {self.where} is unreachable: {detail}"
         return f"team memory database error in {self.where}: {detail}"
 
-    def begin_write(self) -> None:
-        conn = self._live()
-        conn.execute("BEGIN")
-        conn.execute("SELECT pg_advisory_xact_lock(?, ?)", (WRITE_LOCK, self.lock_id))
+    def begin_write(self, *, deferred: bool = False) -> None:
+        self._begin(deferred).execute(
+            "SELECT pg_advisory_xact_lock(?, ?)", (WRITE_LOCK, self.lock_id)
+        )
 
-    def begin_append(self) -> None:
+    def begin_append(self, *, deferred: bool = False) -> None:
         """No writer lock: the rows an append writes are new (a message from the sequence),
         or updated atomically (its thread's row, the append counter); READ COMMITTED."""
-        self._live().execute("BEGIN")
+        self._begin(deferred)
+
+    def _begin(self, deferred: bool) -> PgConnection:
+        """BEGIN; a deferred transaction's COMMIT returns before the server flushed its WAL
+        (`synchronous_commit = off` for it alone): `flush` waits for that, off the chat path."""
+        conn = self._live()
+        self._deferred = deferred and self.deferrable
+        conn.raw.execute("BEGIN; SET LOCAL synchronous_commit = off" if self._deferred else "BEGIN")
+        return conn
+
+    def after_commit(self) -> bool:
+        deferred, self._deferred = self._deferred, False
+        # a synchronous commit also made every earlier one durable
+        self._unflushed = self._started if deferred else None
+        return not deferred
 
     def new_message_id(self) -> int:
         return _one(self.conn.execute("SELECT nextval('message_ids')"))
@@ -391,6 +412,7 @@ class PostgresBackend(Backend):
         self._live().execute("SELECT pg_notify(?, ?)", (self.schema, str(rev)))
 
     def rollback(self) -> None:
+        self._deferred = False
         raw = self._raw
         if raw is None or raw.closed or raw.broken:
             return
@@ -399,7 +421,50 @@ class PostgresBackend(Backend):
                 raw.execute("ROLLBACK")
 
     def flush(self) -> None:
-        """Nothing to do: COMMIT returned after the server flushed its WAL."""
+        """Flush the server's WAL past this connection's deferred commits: a transactional
+        WAL message committed synchronously on a connection of its own (so a worker thread can
+        wait for it while the store's connection serves the loop). Refused if the server that
+        took the deferred commits restarted since: they may be lost."""
+        if self._unflushed is None:
+            return
+        psycopg = self.psycopg
+        try:
+            row = self._flush_once()
+        except (psycopg.errors.InsufficientPrivilege, psycopg.errors.UndefinedFunction):
+            log.warning("cannot flush the team memory's WAL; committing synchronously")
+            self.deferrable = False  # the next commit is synchronous: it flushes the WAL
+            return
+        except psycopg.OperationalError:  # the session may be from before a server restart
+            self._drop_flush()
+            try:
+                row = self._flush_once()
+            except psycopg.Error as exc:
+                self._drop_flush()
+                raise StoreError(self.describe(exc)) from exc
+        except psycopg.Error as exc:
+            self._drop_flush()
+            raise StoreError(self.describe(exc)) from exc
+        if row is None or row[0] != self._unflushed:
+            raise StoreError(
+                f"the team memory database {self.where} restarted before its last changes "
+                "were on disk; they may be lost"
+            )
+        self._unflushed = None
+
+    def _flush_once(self) -> Any:
+        raw = self._flush_raw
+        if raw is None or raw.closed or raw.broken:
+            raw = self._flush_raw = self.connect("flush")
+            raw.execute("SET synchronous_commit = on")
+        return raw.execute(
+            "SELECT pg_postmaster_start_time(), pg_logical_emit_message(true, 'topicforest', '')"
+        ).fetchone()
+
+    def _drop_flush(self) -> None:
+        raw, self._flush_raw = self._flush_raw, None
+        if raw is not None:
+            with contextlib.suppress(Exception):
+                raw.close()
 
     def changed_elsewhere(self, known_rev: int, known_appends: int) -> bool:
         rows = dict(
@@ -441,6 +506,7 @@ class PostgresBackend(Backend):
 
     def close(self) -> None:
         self.lease.release()
+        self._drop_flush()
         raw, self._raw, self._conn = self._raw, None, None
         if raw is not None:
             with contextlib.suppress(Exception):

@@ -83,10 +83,10 @@ class SqliteBackend(Backend):
     def describe(self, exc: BaseException) -> str:
         return describe(exc, self.path)
 
-    def begin_write(self) -> None:
+    def begin_write(self, *, deferred: bool = False) -> None:  # commits are always deferred
         self._conn.execute("BEGIN IMMEDIATE")
 
-    def begin_append(self) -> None:
+    def begin_append(self, *, deferred: bool = False) -> None:
         self._conn.execute("BEGIN IMMEDIATE")  # one writer at a time; the lock is local and short
 
     def new_message_id(self) -> int:

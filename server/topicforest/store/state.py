@@ -76,6 +76,7 @@ class Mirror:
         self.deletions = 0  # meta 'deletions' as last loaded or written
         self.appends = 0  # meta 'appends' (appends by any process) as last loaded or counted
         self.threads_changed = False  # a load brought thread changes (cleared by the reader)
+        self.stale = False  # a commit this process made may be lost: the next load is whole
 
     # -- fingerprints (the same functions serve load and save) ------------------------------
     @staticmethod
@@ -113,7 +114,7 @@ class Mirror:
         appended = appends != self.appends
         if deletions != self.deletions:  # another window deleted a thread: reload it all
             full = True
-        if full or self.rev < 0:
+        if full or self.rev < 0 or self.stale:
             self.__init__(self.dialect)  # type: ignore[misc]
             reset_window(window)
         elif rev == self.rev:

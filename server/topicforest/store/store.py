@@ -183,7 +183,11 @@ class Store:
         with self._sync_lock:
             if self._synced >= target:
                 return
-            self.backend.flush()
+            try:
+                self.backend.flush()
+            except StoreError:  # a commit may be lost: memory may hold what the database lost
+                self.mirror.stale = True  # so the next load rebuilds it whole
+                raise
             self._synced = max(self._synced, target)
 
     @staticmethod
@@ -244,7 +248,7 @@ class Store:
                 yield from self._joined()
                 return
             try:
-                self.backend.begin_append()
+                self.backend.begin_append(deferred=_UNSYNCED.get())
             except BaseException as exc:
                 self._fail(exc)
             self._depth, self._appending, self._rev = 1, True, max(self.mirror.rev, 0)
@@ -290,7 +294,7 @@ class Store:
 
     def _begin(self) -> None:
         try:
-            self.backend.begin_write()
+            self.backend.begin_write(deferred=_UNSYNCED.get())
             if self.window is not None:
                 self.mirror.load(self.conn, self.window)  # apply the others' commits first
             self._rev = (
