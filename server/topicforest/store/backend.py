@@ -12,7 +12,8 @@ read. `store.sqlite.SqliteBackend` is the embedded default; `store.postgres.Post
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol
 
 
@@ -100,9 +101,15 @@ class Backend(abc.ABC):
         """A message id no other process gets, greater than every id committed before."""
 
     @abc.abstractmethod
-    def count_append(self) -> int:
-        """In an append transaction: bump the memory's append counter; returns its new value
-        (other processes reread hot zones and thread rows when it changes)."""
+    def count_append(self) -> Callable[[], int]:
+        """In an append transaction: bump the memory's append counter (other processes reread
+        hot zones and thread rows when it changes); returns how to read its new value once
+        the transaction is over."""
+
+    def batch(self) -> AbstractContextManager[object]:
+        """Statements inside may be sent without waiting for each answer (PostgreSQL's
+        pipeline mode); a result read inside waits for everything sent before it."""
+        return nullcontext()
 
     @abc.abstractmethod
     def begin_read(self) -> None:

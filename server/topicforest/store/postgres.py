@@ -29,7 +29,8 @@ import logging
 import os
 import socket
 import time
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
@@ -384,7 +385,9 @@ class PostgresBackend(Backend):
         (`synchronous_commit = off` for it alone): `flush` waits for that, off the chat path."""
         conn = self._live()
         self._deferred = deferred and self.deferrable
-        conn.raw.execute("BEGIN; SET LOCAL synchronous_commit = off" if self._deferred else "BEGIN")
+        conn.execute("BEGIN")
+        if self._deferred:
+            conn.execute("SET LOCAL synchronous_commit = off")
         return conn
 
     def after_commit(self) -> bool:
@@ -396,14 +399,18 @@ class PostgresBackend(Backend):
     def new_message_id(self) -> int:
         return _one(self.conn.execute("SELECT nextval('message_ids')"))
 
-    def count_append(self) -> int:
-        return _one(
-            self.conn.execute(
-                "INSERT INTO meta (key, value) VALUES ('appends', '1') ON CONFLICT (key)"
-                " DO UPDATE SET value = CAST(CAST(meta.value AS BIGINT) + 1 AS TEXT)"
-                " RETURNING value"
-            )
+    def count_append(self) -> Callable[[], int]:
+        cursor = self.conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('appends', '1') ON CONFLICT (key)"
+            " DO UPDATE SET value = CAST(CAST(meta.value AS BIGINT) + 1 AS TEXT)"
+            " RETURNING value"
         )
+        return lru_cache(maxsize=1)(lambda: _one(cursor))  # read after the pipeline's sync
+
+    def batch(self) -> AbstractContextManager[object]:
+        """Pipeline mode: an append's BEGIN, id and inserts take one round trip, its counter,
+        NOTIFY and COMMIT another, instead of one each."""
+        return self._live().raw.pipeline()
 
     def begin_read(self) -> None:
         self._live().execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")

@@ -14,7 +14,7 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -96,7 +96,7 @@ class SqliteBackend(Backend):
         conn.execute("UPDATE meta SET value = ? WHERE key = 'next_message_id'", (value + 1,))
         return value
 
-    def count_append(self) -> int:
+    def count_append(self) -> Callable[[], int]:
         conn = self._conn
         row = conn.execute("SELECT value FROM meta WHERE key = 'appends'").fetchone()
         value = (int(row[0]) if row else 0) + 1
@@ -105,7 +105,7 @@ class SqliteBackend(Backend):
             " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             (value,),
         )
-        return value
+        return lambda: value
 
     def begin_read(self) -> None:
         self._conn.execute("BEGIN")

@@ -248,18 +248,17 @@ class Store:
                 yield from self._joined()
                 return
             try:
-                self.backend.begin_append(deferred=_UNSYNCED.get())
-            except BaseException as exc:
-                self._fail(exc)
-            self._depth, self._appending, self._rev = 1, True, max(self.mirror.rev, 0)
-            try:
-                yield self._rev
-                counted = self.backend.count_append() if self._wrote else None
-                if counted is not None:
-                    self.backend.before_commit(self._rev)
-                self._commit()
-                if counted is not None and counted == self.mirror.appends + 1:
-                    self.mirror.appends = counted  # no other process appended meanwhile
+                with self.backend.batch():  # PostgreSQL: its statements go out together
+                    self.backend.begin_append(deferred=_UNSYNCED.get())
+                    self._depth, self._appending, self._rev = 1, True, max(self.mirror.rev, 0)
+                    yield self._rev
+                    counted = self.backend.count_append() if self._wrote else None
+                    if counted is not None:
+                        self.backend.before_commit(self._rev)
+                    self.backend.commit()
+                self._committed()
+                if counted is not None and counted() == self.mirror.appends + 1:
+                    self.mirror.appends = counted()  # no other process appended meanwhile
             except BaseException as exc:
                 self._fail(exc)
             finally:
@@ -277,6 +276,9 @@ class Store:
 
     def _commit(self) -> None:
         self.backend.commit()
+        self._committed()
+
+    def _committed(self) -> None:
         self._commits += 1
         if self.backend.after_commit():
             self._synced = self._commits
