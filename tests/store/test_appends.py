@@ -187,3 +187,28 @@ def test_a_deferred_commit_is_durable_after_sync_and_refused_if_the_server_resta
         ]
     finally:
         store.close()
+
+
+def test_a_window_that_saw_commits_the_database_lost_rebuilds_itself(memory: Memory) -> None:
+    """What a PostgreSQL crash before a deferred commit's flush leaves other windows with:
+    counters lower than they saw. Their next load rebuilds them from what the database has."""
+    writer, reader = memory.open(user="ann"), memory.open(user="ann")
+    ww, wr = writer.open_window(), reader.open_window()
+    feed(ww, list(synthetic(24)), threads=1)
+    ww.flush_thread("thread-0")
+    topic = ww.topic_ids()[0]
+    before = writer.meta_int("rev")
+    row_rev = writer.conn.execute("SELECT rev FROM roots WHERE id = ?", (topic,)).fetchone()[0]
+    ww.drop(topic)
+    ww.append("thread-0", "user", "and the invoice PDF?")
+    assert reader.refresh() and wr.topic(topic).dropped
+    with writer.transaction():  # the database "loses" the drop and the append
+        conn = writer.conn
+        conn.execute("UPDATE roots SET dropped = ?, rev = ? WHERE id = ?", (False, row_rev, topic))
+        conn.execute("DELETE FROM messages WHERE content = ?", ("and the invoice PDF?",))
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'rev'", (str(before),))
+        appends = writer.meta_int("appends")
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'appends'", (str(appends - 1),))
+    reader.refresh()
+    assert not wr.topic(topic).dropped
+    assert state_of(wr) == state_of(memory.open().open_window())

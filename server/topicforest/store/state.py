@@ -114,6 +114,8 @@ class Mirror:
         appended = appends != self.appends
         if deletions != self.deletions:  # another window deleted a thread: reload it all
             full = True
+        if rev < self.rev or appends < self.appends:  # commits we saw were lost (a database
+            full = True  # crash before a deferred commit was flushed): rebuild from what is
         if full or self.rev < 0 or self.stale:
             self.__init__(self.dialect)  # type: ignore[misc]
             reset_window(window)
