@@ -7,8 +7,11 @@ shares with SQLite runs unchanged (`search_path`).
 
 - Writers serialize on a transaction-level advisory lock per memory (what SQLite's write lock
   does); readers use REPEATABLE READ snapshots. Writers commit in `rev` order, so a snapshot
-  always holds a prefix of the commits, as with SQLite.
-- A commit is durable when COMMIT returns (`synchronous_commit = on`, forced per session).
+  always holds a prefix of the commits, as with SQLite. Appends (a chat turn's question) take no
+  lock: ids come from a sequence, other windows notice them by the `appends` counter
+  (`Store.appending`), and their statements are pipelined.
+- A commit is durable when COMMIT returns (`synchronous_commit = on`, forced per session), except
+  a deferred one (`Store.unsynced`): `flush` makes it durable from a worker thread.
 - Every commit that wrote rows sends `NOTIFY topicforest_<hash>, '<rev>'` inside the
   transaction (delivered on commit); `changes` LISTENs on its own connection. A slow fallback
   check (`FALLBACK_SECONDS`) and a check after each reconnect catch anything missed.
