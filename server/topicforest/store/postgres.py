@@ -435,7 +435,8 @@ class PostgresBackend(Backend):
         WAL message committed synchronously on a connection of its own (so a worker thread can
         wait for it while the store's connection serves the loop). Refused if the server that
         took the deferred commits restarted since: they may be lost."""
-        if self._unflushed is None:
+        started = self._unflushed  # read once: the loop thread may commit again meanwhile
+        if started is None:  # the last commit was synchronous: it flushed the ones before
             return
         psycopg = self.psycopg
         try:
@@ -454,12 +455,11 @@ class PostgresBackend(Backend):
         except psycopg.Error as exc:
             self._drop_flush()
             raise StoreError(self.describe(exc)) from exc
-        if row is None or row[0] != self._unflushed:
+        if row is None or row[0] != started:
             raise StoreError(
                 f"the team memory database {self.where} restarted before its last changes "
                 "were on disk; they may be lost"
             )
-        self._unflushed = None
 
     def _flush_once(self) -> Any:
         raw = self._flush_raw
