@@ -442,7 +442,7 @@ class WorkspaceMemory:
             carried = self.attachments.sent(user.id)
         else:
             carried = fit(attachments or [], self.settings.attachment_budget, self.window.count)
-            with self._unsynced(), self._transaction():  # fsync overlaps the model call
+            with self._unsynced(), self._appending():  # fsync overlaps the model call
                 user = self.append(
                     thread_id, "user", with_references(text, [a.ref for a in carried]), wake=False
                 )
@@ -535,6 +535,10 @@ class WorkspaceMemory:
     def _transaction(self) -> contextlib.AbstractContextManager[object]:
         """One store transaction for several changes (nothing to do for an unstored memory)."""
         return self.binding.store.transaction() if self.binding else contextlib.nullcontext()
+
+    def _appending(self) -> contextlib.AbstractContextManager[object]:
+        """One append (the question and its attachments) that waits for no other writer."""
+        return self.binding.store.appending() if self.binding else contextlib.nullcontext()
 
     def _unsynced(self) -> contextlib.AbstractContextManager[None]:
         return self.binding.store.unsynced() if self.binding else contextlib.nullcontext()

@@ -26,7 +26,7 @@ from topicforest.server.protocol import (
     validate,
 )
 from topicforest.server.workspaces import Workspaces
-from topicforest.store.errors import StoreError
+from topicforest.store.errors import ForeignThread, StoreError
 
 if TYPE_CHECKING:
     from topicforest.server.server import TopicForestServer
@@ -48,7 +48,7 @@ def translate(exc: Exception, params: dict[str, Any]) -> Exception:
         return ProtocolError(UNKNOWN_TOPIC, str(exc), {"topicId": params.get("topicId")})
     if isinstance(exc, InvalidMessage):
         return invalid_params("threadId" if "thread id" in str(exc) else "message", str(exc))
-    if isinstance(exc, UnknownThread):
+    if isinstance(exc, (UnknownThread, ForeignThread)):
         return invalid_params("threadId", str(exc))
     if isinstance(exc, NotRetryable):
         return invalid_params("retryOf", str(exc))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from topicforest.memory import freeze_heap, model_window, warm_litellm
-from topicforest.server.config import SECTION
+from topicforest.server.config import SECTION, Settings
 from topicforest.server.notify import TOPICS_CHANGED
 
 if TYPE_CHECKING:
@@ -59,9 +59,19 @@ async def did_change_configuration(
             types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
         )
         settings = pulled[0] if pulled else None
+    chosen = _memory_choice(ls.settings)
     for message in apply_settings(ls, settings):
         ls.show(message)
+    if _memory_choice(ls.settings) != chosen and ls.workspaces.started:  # open that memory
+        for memory in await ls.workspaces.reopen():
+            ls.notifier.topics_changed(memory, "configured", None)
+            ls.notifier.threads_changed(memory, None)
     warm(ls)
+
+
+def _memory_choice(settings: Settings) -> tuple[str | None, ...]:
+    """The settings that choose which memory a workspace opens."""
+    return (settings.store_path, settings.store_url, settings.user)
 
 
 async def did_change_folders(
