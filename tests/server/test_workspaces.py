@@ -8,6 +8,7 @@ import pytest_lsp
 from lsprotocol import types
 
 from topicforest.server.protocol import PREFIX, UNKNOWN_WORKSPACE
+from topicforest.store import Store
 
 from .conftest import CAPABILITIES, CONFIG, Client
 
@@ -103,3 +104,30 @@ async def test_invalid_settings_are_shown_and_the_previous_values_kept(
 async def test_server_logs_reach_the_client(bare: Client, tmp_path: Path) -> None:
     await init(bare, [tmp_path], {"topicForest": {"storePath": str(tmp_path / ".store")}})
     await bare.until(lambda: any("workspace memory opened" in m.message for m in bare.log_messages))
+
+
+async def test_a_changed_store_or_user_reopens_the_memory(bare: Client, tmp_path: Path) -> None:
+    """storePath, storeUrl and user choose which memory a workspace opens: a change reopens
+    it (the VS Code extension restarts the server instead; other clients get this)."""
+    folder, first, second = tmp_path / "ws", tmp_path / "first", tmp_path / "second"
+    folder.mkdir()
+    other = Store.for_workspace(folder, second, user="ann")  # a memory with ann's thread
+    try:
+        other.open_window().append("ann-1", "user", "How do I rotate the JWT secret?")
+    finally:
+        other.close()
+    await init(bare, [folder], {"topicForest": {"storePath": str(first), "user": "ann"}})
+    assert (await bare.call("listThreads"))["threads"] == []
+
+    for settings, threads in (
+        ({"storePath": str(second), "user": "ann"}, ["ann-1"]),
+        ({"storePath": str(second), "user": "bob"}, []),  # ann's thread is not bob's
+        ({"storePath": str(second), "user": "ann"}, ["ann-1"]),
+    ):
+        bare.notes[PREFIX + "threadsChanged"].clear()
+        bare.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"topicForest": settings})
+        )
+        await bare.wait_for(PREFIX + "threadsChanged", lambda n: n["threadId"] is None)
+        listed = (await bare.call("listThreads"))["threads"]
+        assert [t["threadId"] for t in listed] == threads, settings

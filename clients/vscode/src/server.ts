@@ -13,7 +13,7 @@ import {
   expandSetting, type FixAction, installCommand, type PackageStatus, type PythonChoice,
   type PythonExtensionLookup, type StartProblem,
 } from './python';
-import { serverSettings, type ServerSettings } from './settings';
+import { MEMORY_SETTING_KEYS, serverSettings, type ServerSettings } from './settings';
 
 const SECTION = 'topicForest';
 
@@ -222,11 +222,14 @@ export class ServerManager implements Connection, vscode.Disposable {
     }
   }
 
-  /** Pushes the current settings; a changed `python` needs a restart instead. */
+  /** Pushes the current settings; a changed `python`, or a setting that chooses which memory
+   * a workspace opens (`storePath`, `storeUrl`, `user`), needs a restart instead. */
   async configurationChanged(event: vscode.ConfigurationChangeEvent): Promise<void> {
     if (!event.affectsConfiguration(SECTION)) return;
-    if (event.affectsConfiguration(`${SECTION}.python`)) {
-      this.log.info('topicForest.python changed: restarting the server');
+    const restartFor = ['python', ...MEMORY_SETTING_KEYS].find((key) =>
+      event.affectsConfiguration(`${SECTION}.${key}`));
+    if (restartFor) {
+      this.log.info(`topicForest.${restartFor} changed: restarting the server`);
       await this.restart();
       return;
     }

@@ -1,5 +1,9 @@
 // Settings under `topicForest.*` -> the server's camelCase options (initializationOptions and
-// workspace/didChangeConfiguration). `python` is the client's own; secrets never live here.
+// workspace/didChangeConfiguration). `python` is the client's own; secrets never live here (a
+// team memory's password comes from ~/.pgpass or PGPASSWORD, never `storeUrl`).
+
+/** Settings that choose which memory a workspace opens: changing one restarts the server. */
+export const MEMORY_SETTING_KEYS = ['storePath', 'storeUrl', 'user'] as const;
 
 /** The part of vscode.WorkspaceConfiguration we read (keeps this module free of `vscode`). */
 export interface ConfigReader {
@@ -16,11 +20,13 @@ export interface ServerSettings {
   mergeThreshold: number;
   maxTopics: number;
   storePath: string | null;
+  storeUrl: string | null;
+  user: string | null;
 }
 
 export const SERVER_SETTING_KEYS = [
   'chatModel', 'summaryModels', 'apiBase', 'historyBudget', 'attachmentBudget', 'mergeThreshold',
-  'maxTopics', 'storePath',
+  'maxTopics', 'storePath', 'storeUrl', 'user',
 ] as const satisfies readonly (keyof ServerSettings)[];
 
 const optionalString = (value: unknown): string | null =>
@@ -43,5 +49,7 @@ export function serverSettings(config: ConfigReader): ServerSettings {
     mergeThreshold: config.get<number>('mergeThreshold') ?? 0.15,
     maxTopics: config.get<number>('maxTopics') ?? 12,
     storePath: optionalString(config.get('storePath')),
+    storeUrl: optionalString(config.get('storeUrl')),
+    user: optionalString(config.get('user')),
   };
 }

@@ -151,10 +151,11 @@ class ContextWindow:
         if not isinstance(thread_id, str) or not thread_id or len(thread_id) > 200:
             raise InvalidMessage("thread id must be a non-empty string of at most 200 characters")
         text = validate_content(content, self.config.max_message_chars)
+        valid_role = validate_role(role)  # before an id is taken (a team memory: a sequence)
         message = Message(
             id=self.log.next_id(),
             thread_id=thread_id,
-            role=validate_role(role),
+            role=valid_role,
             content=text,
             timestamp=self.clock() if timestamp is None else timestamp,
             tokens=self.count(text),

@@ -30,7 +30,7 @@ from topicforest.server.protocol import (
     invalid_params,
     validate,
 )
-from topicforest.store.errors import StoreError
+from topicforest.store.errors import ForeignThread, StoreError
 from topicforest.workspace.errors import (
     ChatNotConfigured,
     NotRetryable,
@@ -63,7 +63,7 @@ def translate(exc: Exception, params: dict[str, Any]) -> Exception:
         return ProtocolError(UNKNOWN_WORKSPACE, str(exc), {"workspaceUri": exc.uri})
     if isinstance(exc, InvalidMessage):
         return invalid_params("threadId" if "thread id" in str(exc) else "message", str(exc))
-    if isinstance(exc, UnknownThread):
+    if isinstance(exc, (UnknownThread, ForeignThread)):
         return invalid_params("threadId", str(exc))
     if isinstance(exc, NotRetryable):
         return invalid_params("retryOf", str(exc))

@@ -12,7 +12,8 @@ read. `store.sqlite.SqliteBackend` is the embedded default; `store.postgres.Post
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol
 
 
@@ -85,8 +86,30 @@ class Backend(abc.ABC):
         """A clear sentence for a driver error."""
 
     @abc.abstractmethod
-    def begin_write(self) -> None:
-        """Begin a write transaction that no other process's write transaction overlaps."""
+    def begin_write(self, *, deferred: bool = False) -> None:
+        """Begin a write transaction that no other process's write transaction overlaps.
+        `deferred`: its commit may return before it is durable (`flush` makes it so)."""
+
+    @abc.abstractmethod
+    def begin_append(self, *, deferred: bool = False) -> None:
+        """Begin a transaction that only adds messages (their threads' rows, attachments): it
+        reads no shared state, so it need not wait for other writers where the database can
+        avoid it (PostgreSQL); ids come from `new_message_id`."""
+
+    @abc.abstractmethod
+    def new_message_id(self) -> int:
+        """A message id no other process gets, greater than every id committed before."""
+
+    @abc.abstractmethod
+    def count_append(self) -> Callable[[], int]:
+        """In an append transaction: bump the memory's append counter (other processes reread
+        hot zones and thread rows when it changes); returns how to read its new value once
+        the transaction is over."""
+
+    def batch(self) -> AbstractContextManager[object]:
+        """Statements inside may be sent without waiting for each answer (PostgreSQL's
+        pipeline mode); a result read inside waits for everything sent before it."""
+        return nullcontext()
 
     @abc.abstractmethod
     def begin_read(self) -> None:
@@ -109,11 +132,13 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def flush(self) -> None:
-        """Make every commit durable (SQLite fsyncs its WAL; PostgreSQL's commit already is)."""
+        """Make every commit durable (SQLite fsyncs its WAL; PostgreSQL flushes its WAL past
+        this connection's deferred commits); raises StoreError if one may be lost."""
 
     @abc.abstractmethod
-    def changed_elsewhere(self, known_rev: int) -> bool:
-        """Whether another connection committed since this one last looked (cheap)."""
+    def changed_elsewhere(self, known_rev: int, known_appends: int) -> bool:
+        """Whether another connection committed since this one last looked (cheap); `known_*`
+        are the `rev` and `appends` counters last loaded."""
 
     @abc.abstractmethod
     def changes(self, stop: Any) -> AsyncIterator[None]:

@@ -5,3 +5,14 @@ from __future__ import annotations
 
 class StoreError(Exception):
     """The memory database cannot be opened, read or written; nothing was partially written."""
+
+
+class ForeignThread(Exception):
+    """A rename or delete of a thread another person owns (threads are per person)."""
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(
+            f"thread {thread_id!r} belongs to another person: only its owner can rename or "
+            "delete it"
+        )
+        self.thread_id = thread_id

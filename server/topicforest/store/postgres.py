@@ -7,8 +7,11 @@ shares with SQLite runs unchanged (`search_path`).
 
 - Writers serialize on a transaction-level advisory lock per memory (what SQLite's write lock
   does); readers use REPEATABLE READ snapshots. Writers commit in `rev` order, so a snapshot
-  always holds a prefix of the commits, as with SQLite.
-- A commit is durable when COMMIT returns (`synchronous_commit = on`, forced per session).
+  always holds a prefix of the commits, as with SQLite. Appends (a chat turn's question) take no
+  lock: ids come from a sequence, other windows notice them by the `appends` counter
+  (`Store.appending`), and their statements are pipelined.
+- A commit is durable when COMMIT returns (`synchronous_commit = on`, forced per session), except
+  a deferred one (`Store.unsynced`): `flush` makes it durable from a worker thread.
 - Every commit that wrote rows sends `NOTIFY topicforest_<hash>, '<rev>'` inside the
   transaction (delivered on commit); `changes` LISTENs on its own connection. A slow fallback
   check (`FALLBACK_SECONDS`) and a check after each reconnect catch anything missed.
@@ -29,7 +32,8 @@ import logging
 import os
 import socket
 import time
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
@@ -157,6 +161,15 @@ MIGRATIONS: tuple[str, ...] = (
     );
     INSERT INTO meta (key, value) VALUES ('deletions', '0') ON CONFLICT (key) DO NOTHING;
     """,
+    # 3: appends without the writer lock: message ids from a sequence (continuing the meta
+    # counter, which is no longer used) and the append counter other windows watch
+    """
+    CREATE SEQUENCE message_ids;
+    SELECT setval('message_ids', GREATEST(
+        (SELECT CAST(value AS BIGINT) FROM meta WHERE key = 'next_message_id'),
+        (SELECT COALESCE(max(id), 0) + 1 FROM messages), 1), false);
+    INSERT INTO meta (key, value) VALUES ('appends', '0') ON CONFLICT (key) DO NOTHING;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -246,6 +259,11 @@ class PostgresBackend(Backend):
         self.lock_id = _lock_id(self.key)
         self._raw: psycopg.Connection[Any] | None = None
         self._conn: PgConnection | None = None
+        self._started: object = None  # the server's start time, seen by the store's session
+        self._flush_raw: psycopg.Connection[Any] | None = None
+        self.deferrable = True  # deferred commits can be flushed (see `flush`)
+        self._deferred = False  # the open transaction's commit is deferred
+        self._unflushed: object = None  # deferred commits wait for the server started then
         self.lease = AdvisoryLease(self)
         try:
             self._open()
@@ -277,6 +295,8 @@ class PostgresBackend(Backend):
         try:
             raw.execute("SET synchronous_commit = on")  # a commit is durable when it returns
             raw.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
+            started = raw.execute("SELECT pg_postmaster_start_time()").fetchone()
+            self._started = started[0] if started else None
             self._migrate(raw)
             raw.execute(f"SET search_path TO {self.schema}")
         except BaseException:
@@ -353,10 +373,47 @@ class PostgresBackend(Backend):
             return f"the team memory database {self.where} is unreachable: {detail}"
         return f"team memory database error in {self.where}: {detail}"
 
-    def begin_write(self) -> None:
+    def begin_write(self, *, deferred: bool = False) -> None:
+        self._begin(deferred).execute(
+            "SELECT pg_advisory_xact_lock(?, ?)", (WRITE_LOCK, self.lock_id)
+        )
+
+    def begin_append(self, *, deferred: bool = False) -> None:
+        """No writer lock: the rows an append writes are new (a message from the sequence),
+        or updated atomically (its thread's row, the append counter); READ COMMITTED."""
+        self._begin(deferred)
+
+    def _begin(self, deferred: bool) -> PgConnection:
+        """BEGIN; a deferred transaction's COMMIT returns before the server flushed its WAL
+        (`synchronous_commit = off` for it alone): `flush` waits for that, off the chat path."""
         conn = self._live()
+        self._deferred = deferred and self.deferrable
         conn.execute("BEGIN")
-        conn.execute("SELECT pg_advisory_xact_lock(?, ?)", (WRITE_LOCK, self.lock_id))
+        if self._deferred:
+            conn.execute("SET LOCAL synchronous_commit = off")
+        return conn
+
+    def after_commit(self) -> bool:
+        deferred, self._deferred = self._deferred, False
+        # a synchronous commit also made every earlier one durable
+        self._unflushed = self._started if deferred else None
+        return not deferred
+
+    def new_message_id(self) -> int:
+        return _one(self.conn.execute("SELECT nextval('message_ids')"))
+
+    def count_append(self) -> Callable[[], int]:
+        cursor = self.conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('appends', '1') ON CONFLICT (key)"
+            " DO UPDATE SET value = CAST(CAST(meta.value AS BIGINT) + 1 AS TEXT)"
+            " RETURNING value"
+        )
+        return lru_cache(maxsize=1)(lambda: _one(cursor))  # read after the pipeline's sync
+
+    def batch(self) -> AbstractContextManager[object]:
+        """Pipeline mode: an append's BEGIN, id and inserts take one round trip, its counter,
+        NOTIFY and COMMIT another, instead of one each."""
+        return self._live().raw.pipeline()
 
     def begin_read(self) -> None:
         self._live().execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -365,6 +422,7 @@ class PostgresBackend(Backend):
         self._live().execute("SELECT pg_notify(?, ?)", (self.schema, str(rev)))
 
     def rollback(self) -> None:
+        self._deferred = False
         raw = self._raw
         if raw is None or raw.closed or raw.broken:
             return
@@ -373,11 +431,57 @@ class PostgresBackend(Backend):
                 raw.execute("ROLLBACK")
 
     def flush(self) -> None:
-        """Nothing to do: COMMIT returned after the server flushed its WAL."""
+        """Flush the server's WAL past this connection's deferred commits: a transactional
+        WAL message committed synchronously on a connection of its own (so a worker thread can
+        wait for it while the store's connection serves the loop). Refused if the server that
+        took the deferred commits restarted since: they may be lost."""
+        started = self._unflushed  # read once: the loop thread may commit again meanwhile
+        if started is None:  # the last commit was synchronous: it flushed the ones before
+            return
+        psycopg = self.psycopg
+        try:
+            row = self._flush_once()
+        except (psycopg.errors.InsufficientPrivilege, psycopg.errors.UndefinedFunction):
+            log.warning("cannot flush the team memory's WAL; committing synchronously")
+            self.deferrable = False  # the next commit is synchronous: it flushes the WAL
+            return
+        except psycopg.OperationalError:  # the session may be from before a server restart
+            self._drop_flush()
+            try:
+                row = self._flush_once()
+            except psycopg.Error as exc:
+                self._drop_flush()
+                raise StoreError(self.describe(exc)) from exc
+        except psycopg.Error as exc:
+            self._drop_flush()
+            raise StoreError(self.describe(exc)) from exc
+        if row is None or row[0] != started:
+            raise StoreError(
+                f"the team memory database {self.where} restarted before its last changes "
+                "were on disk; they may be lost"
+            )
 
-    def changed_elsewhere(self, known_rev: int) -> bool:
-        row = self._live().execute("SELECT value FROM meta WHERE key = 'rev'").fetchone()
-        return known_rev < 0 or row is None or int(row[0]) != known_rev
+    def _flush_once(self) -> Any:
+        raw = self._flush_raw
+        if raw is None or raw.closed or raw.broken:
+            raw = self._flush_raw = self.connect("flush")
+            raw.execute("SET synchronous_commit = on")
+        return raw.execute(
+            "SELECT pg_postmaster_start_time(), pg_logical_emit_message(true, 'topicforest', '')"
+        ).fetchone()
+
+    def _drop_flush(self) -> None:
+        raw, self._flush_raw = self._flush_raw, None
+        if raw is not None:
+            with contextlib.suppress(Exception):
+                raw.close()
+
+    def changed_elsewhere(self, known_rev: int, known_appends: int) -> bool:
+        rows = dict(
+            self._live().execute("SELECT key, value FROM meta WHERE key IN ('rev', 'appends')")
+        )
+        known = {"rev": str(known_rev), "appends": str(known_appends)}
+        return known_rev < 0 or rows != known
 
     async def changes(self, stop: asyncio.Event | None) -> AsyncIterator[None]:
         """After each NOTIFY from another session; also after (re)connecting and every
@@ -412,10 +516,19 @@ class PostgresBackend(Backend):
 
     def close(self) -> None:
         self.lease.release()
+        self._drop_flush()
         raw, self._raw, self._conn = self._raw, None, None
         if raw is not None:
             with contextlib.suppress(Exception):
                 raw.close()
+
+
+def _one(cursor: psycopg.Cursor[Any]) -> int:
+    """The integer a one-row, one-column statement returned."""
+    row = cursor.fetchone()
+    if row is None:
+        raise StoreError("the team memory database answered no row")
+    return int(row[0])
 
 
 async def _wait(stop: asyncio.Event | None, seconds: float) -> None:

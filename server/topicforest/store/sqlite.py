@@ -14,7 +14,7 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -83,8 +83,29 @@ class SqliteBackend(Backend):
     def describe(self, exc: BaseException) -> str:
         return describe(exc, self.path)
 
-    def begin_write(self) -> None:
+    def begin_write(self, *, deferred: bool = False) -> None:  # commits are always deferred
         self._conn.execute("BEGIN IMMEDIATE")
+
+    def begin_append(self, *, deferred: bool = False) -> None:
+        self._conn.execute("BEGIN IMMEDIATE")  # one writer at a time; the lock is local and short
+
+    def new_message_id(self) -> int:
+        conn = self._conn
+        row = conn.execute("SELECT value FROM meta WHERE key = 'next_message_id'").fetchone()
+        value = int(row[0])
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'next_message_id'", (value + 1,))
+        return value
+
+    def count_append(self) -> Callable[[], int]:
+        conn = self._conn
+        row = conn.execute("SELECT value FROM meta WHERE key = 'appends'").fetchone()
+        value = (int(row[0]) if row else 0) + 1
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('appends', ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (value,),
+        )
+        return lambda: value
 
     def begin_read(self) -> None:
         self._conn.execute("BEGIN")
@@ -115,7 +136,7 @@ class SqliteBackend(Backend):
         except OSError as exc:
             raise StoreError(f"cannot flush the memory database {self.path}: {exc}") from exc
 
-    def changed_elsewhere(self, known_rev: int) -> bool:
+    def changed_elsewhere(self, known_rev: int, known_appends: int) -> bool:
         version = self._pragma("data_version")
         if version == self._data_version and known_rev >= 0:
             return False

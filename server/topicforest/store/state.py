@@ -74,7 +74,9 @@ class Mirror:
         self.next_order = 0
         self.fallback: str | None = None
         self.deletions = 0  # meta 'deletions' as last loaded or written
+        self.appends = 0  # meta 'appends' (appends by any process) as last loaded or counted
         self.threads_changed = False  # a load brought thread changes (cleared by the reader)
+        self.stale = False  # a commit this process made may be lost: the next load is whole
 
     # -- fingerprints (the same functions serve load and save) ------------------------------
     @staticmethod
@@ -108,17 +110,29 @@ class Mirror:
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
         rev = int(meta["rev"])
         deletions = int(meta.get("deletions") or 0)
+        appends = int(meta.get("appends") or 0)  # appends tag their rows with an older rev
+        appended = appends != self.appends
         if deletions != self.deletions:  # another window deleted a thread: reload it all
             full = True
-        if full or self.rev < 0:
+        if rev < self.rev or appends < self.appends:  # commits we saw were lost (a database
+            full = True  # crash before a deferred commit was flushed): rebuild from what is
+        if full or self.rev < 0 or self.stale:
             self.__init__(self.dialect)  # type: ignore[misc]
             reset_window(window)
         elif rev == self.rev:
-            return False
+            if not appended:
+                return False
+            self._load_hot(conn, window, -1)  # only messages were added: their hot zones
+            self.threads_changed = True
+            self.appends = appends
+            return True
         since = self.rev
         self.deletions = deletions
-        self.threads_changed |= since < 0 or bool(
-            conn.execute("SELECT 1 FROM threads WHERE rev > ? LIMIT 1", (since,)).fetchone()
+        self.threads_changed |= (
+            since < 0
+            or appended
+            or conn.execute("SELECT 1 FROM threads WHERE rev > ? LIMIT 1", (since,)).fetchone()
+            is not None
         )
         new_idf = self._load_doc_freq(conn, window, meta, since)
         changed_roots = self._load_forest(conn, window, meta, since)
@@ -126,7 +140,7 @@ class Mirror:
         self._load_summaries(conn, window, since)
         self._load_small_tables(conn, window)
         self._load_pending(conn, window, since)
-        self._load_hot(conn, window, since)
+        self._load_hot(conn, window, -1 if appended else since)
         self.fallback = window.fallback_summary = meta["fallback_summary"]
         forest = window.forest
         placement = self.placement
@@ -144,7 +158,7 @@ class Mirror:
             recall.planted_elsewhere(planted)
         else:  # the recall index is built when a render first needs it
             window.recall = StoredRecall(self._recall_loader(conn, window, self.dialect))
-        self.rev = rev
+        self.rev, self.appends = rev, appends
         return True
 
     def _load_doc_freq(

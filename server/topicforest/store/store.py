@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from topicforest.attachments import AttachmentRef, SentAttachment
 from topicforest.engine.config import WindowConfig
@@ -31,7 +31,7 @@ from topicforest.engine.summarize.base import SummaryResult
 from topicforest.engine.tokens import TokenCounter, estimate_tokens
 from topicforest.engine.window import ContextWindow, SummaryJob
 from topicforest.store.backend import Backend, Connection
-from topicforest.store.errors import StoreError
+from topicforest.store.errors import ForeignThread, StoreError
 from topicforest.store.paths import store_path
 from topicforest.store.sqlite import SqliteBackend
 from topicforest.store.state import MESSAGE_COLUMNS, Mirror, row_to_message
@@ -83,7 +83,8 @@ class Store:
         self.log = SqliteMessageLog(self)
         self.attachments = SqliteAttachmentLog(self)
         self._lock = threading.RLock()
-        self._depth = 0  # nesting of transaction()
+        self._depth = 0  # nesting of transaction() and appending()
+        self._appending = False  # the open transaction is an append
         self._rev = 0  # the rev the open write transaction writes with
         self._wrote = False
         self._commits = 0  # write transactions committed by this connection
@@ -182,7 +183,11 @@ class Store:
         with self._sync_lock:
             if self._synced >= target:
                 return
-            self.backend.flush()
+            try:
+                self.backend.flush()
+            except StoreError:  # a commit may be lost: memory may hold what the database lost
+                self.mirror.stale = True  # so the next load rebuilds it whole
+                raise
             self._synced = max(self._synced, target)
 
     @staticmethod
@@ -204,14 +209,11 @@ class Store:
         """A write transaction (re-entrant) that starts from current state; yields its rev."""
         with self._lock:
             if self._depth:
-                self._depth += 1
-                try:
-                    yield self._rev
-                finally:
-                    self._depth -= 1
+                if self._appending:
+                    raise RuntimeError("a write transaction cannot begin inside an append")
+                yield from self._joined()
                 return
             self._begin()
-            self._depth = 1
             try:
                 yield self._rev
                 window = self.window
@@ -220,22 +222,73 @@ class Store:
                 if self._wrote:
                     set_meta(self.conn, "rev", self._rev)
                     self.backend.before_commit(self._rev)
-                self.backend.commit()
-                self._commits += 1
+                self._commit()
                 if self._wrote:
                     self.mirror.rev = self._rev
-                if self.backend.after_commit():
-                    self._synced = self._commits
             except BaseException as exc:
-                self._abort(exc)
-                if isinstance(exc, self.backend.errors):
-                    raise StoreError(self.backend.describe(exc)) from exc
-                raise
+                self._fail(exc)
             finally:
                 self._depth = 0
                 self._wrote = False
             if not _UNSYNCED.get():
                 self.sync()
+
+    @contextmanager
+    def appending(self) -> Iterator[int]:
+        """A transaction that only adds messages, their threads' rows and attachments (joins
+        an open transaction of either kind); yields the rev its rows are tagged with.
+
+        It is the chat turn's durable step, so it neither loads other processes' commits first
+        nor (on PostgreSQL) waits for other writers: nothing it writes depends on shared state.
+        The new rows carry the rev this process last loaded; other processes notice them by the
+        append counter (`Mirror.appends`), not by their rev.
+        """
+        with self._lock:
+            if self._depth:
+                yield from self._joined()
+                return
+            try:
+                with self.backend.batch():  # PostgreSQL: its statements go out together
+                    self.backend.begin_append(deferred=_UNSYNCED.get())
+                    self._depth, self._appending, self._rev = 1, True, max(self.mirror.rev, 0)
+                    yield self._rev
+                    counted = self.backend.count_append() if self._wrote else None
+                    if counted is not None:
+                        self.backend.before_commit(self._rev)
+                    self.backend.commit()
+                self._committed()
+                if counted is not None and counted() == self.mirror.appends + 1:
+                    self.mirror.appends = counted()  # no other process appended meanwhile
+            except BaseException as exc:
+                self._fail(exc)
+            finally:
+                self._depth = 0
+                self._wrote = self._appending = False
+            if not _UNSYNCED.get():
+                self.sync()
+
+    def _joined(self) -> Iterator[int]:
+        self._depth += 1
+        try:
+            yield self._rev
+        finally:
+            self._depth -= 1
+
+    def _commit(self) -> None:
+        self.backend.commit()
+        self._committed()
+
+    def _committed(self) -> None:
+        self._commits += 1
+        if self.backend.after_commit():
+            self._synced = self._commits
+
+    def _fail(self, exc: BaseException) -> NoReturn:
+        """Roll back and rebuild (see `_abort`), then raise: a driver error as StoreError."""
+        self._abort(exc)
+        if isinstance(exc, self.backend.errors):
+            raise StoreError(self.backend.describe(exc)) from exc
+        raise exc
 
     def touch(self) -> None:
         """Mark the open transaction as having written rows tagged with its rev."""
@@ -243,17 +296,15 @@ class Store:
 
     def _begin(self) -> None:
         try:
-            self.backend.begin_write()
+            self.backend.begin_write(deferred=_UNSYNCED.get())
             if self.window is not None:
                 self.mirror.load(self.conn, self.window)  # apply the others' commits first
             self._rev = (
                 int(self.conn.execute("SELECT value FROM meta WHERE key = 'rev'").fetchone()[0]) + 1
             )
         except BaseException as exc:
-            self._abort(exc)
-            if isinstance(exc, self.backend.errors):
-                raise StoreError(self.backend.describe(exc)) from exc
-            raise
+            self._fail(exc)
+        self._depth = 1
 
     def _abort(self, exc: BaseException) -> None:
         self.backend.rollback()
@@ -286,7 +337,7 @@ class Store:
         """Whether another connection committed since we last looked (cheap)."""
         with self._lock:
             try:
-                return self.backend.changed_elsewhere(self.mirror.rev)
+                return self.backend.changed_elsewhere(self.mirror.rev, self.mirror.appends)
             except self.backend.errors as exc:
                 self.backend.rollback()
                 raise StoreError(self.backend.describe(exc)) from exc
@@ -334,12 +385,27 @@ class Store:
         return [row_to_message(row) for row in reversed(rows)]
 
     def thread_message_ids(self, thread_id: str) -> list[int]:
+        """The message ids of a thread this user may delete; ForeignThread if another
+        person owns it."""
+        self.check_owner(thread_id)
         rows = self._read(
             lambda: self.conn.execute(
                 "SELECT id FROM messages WHERE thread_id = ? ORDER BY id", (thread_id,)
             ).fetchall()
         )
         return [row[0] for row in rows]
+
+    def check_owner(self, thread_id: str) -> None:
+        """Raise ForeignThread unless the thread is this user's (or written before owners were
+        recorded, or unknown). A thread's owner never changes, so checking before the
+        transaction that changes it is enough."""
+        row = self._read(
+            lambda: self.conn.execute(
+                "SELECT owner FROM threads WHERE thread_id = ?", (thread_id,)
+            ).fetchone()
+        )
+        if row is not None and row[0] not in (self.user, ""):
+            raise ForeignThread(thread_id)
 
     def last_user_message(self, thread_id: str) -> int | None:
         row = self._read(
@@ -350,7 +416,9 @@ class Store:
         return row[0] if row else None
 
     def rename_thread(self, thread_id: str, title: str) -> ThreadRow | None:
-        """Give a thread the user's title; None if there is no such thread."""
+        """Give a thread the user's title; None if there is no such thread, ForeignThread if
+        another person owns it."""
+        self.check_owner(thread_id)
         with self.transaction() as rev:
             updated = self.conn.execute(
                 "UPDATE threads SET title = ?, rev = ? WHERE thread_id = ?", (title, rev, thread_id)
@@ -404,12 +472,12 @@ class SqliteMessageLog:
 
     def next_id(self) -> int:
         store = self._store
-        with store.transaction():  # joins the caller's transaction, so the id stays reserved
-            return store.meta_int("next_message_id")
+        with store.appending():  # joins the caller's transaction (SQLite: the id stays reserved)
+            return store.backend.new_message_id()
 
     def add(self, message: Message) -> None:
         store = self._store
-        with store.transaction() as rev:
+        with store.appending() as rev:
             conn = store.conn
             conn.execute(
                 "INSERT INTO messages (id, thread_id, role, content, timestamp, tokens, cancelled,"
@@ -417,8 +485,6 @@ class SqliteMessageLog:
                 (message.id, message.thread_id, message.role, message.content,
                  message.timestamp, message.tokens, int(message.cancelled), rev),
             )  # fmt: skip
-            if message.id >= store.meta_int("next_message_id"):
-                set_meta(conn, "next_message_id", message.id + 1)
             title = " ".join(message.content.split())[:TITLE_CHARS]
             conn.execute(
                 "INSERT INTO threads (thread_id, title, first_time, last_time, message_count,"
@@ -519,7 +585,7 @@ class SqliteAttachmentLog:
         if not sent:
             return
         store = self._store
-        with store.transaction() as rev:
+        with store.appending() as rev:
             store.conn.executemany(
                 f"INSERT INTO attachments (message_id, position, {self.COLUMNS}, text, rev)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -597,8 +663,9 @@ class StoredWindow(ContextWindow):
         timestamp: float | None = None,
         cancelled: bool = False,
     ) -> Message:
-        """Store a message; it is committed to disk before this returns."""
-        with self.store.transaction():
+        """Store a message; it is committed to disk before this returns (an append: see
+        `Store.appending`)."""
+        with self.store.appending():
             return super().append(
                 thread_id, role, content, timestamp=timestamp, cancelled=cancelled
             )

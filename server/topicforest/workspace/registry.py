@@ -79,6 +79,17 @@ class Workspaces:
             log.info("workspace memory opened for %s", uri)
         return memory
 
+    async def reopen(self) -> list[WorkspaceMemory]:
+        """The settings that choose a workspace's memory (`storePath`, `storeUrl`, `user`)
+        changed: close every memory (flushing its threads into the old one) and open it again
+        with them. Returns the reopened memories."""
+        reopened = []
+        for key, memory in list(self.memories.items()):
+            await memory.close()
+            del self.memories[key]
+            reopened.append(self.add(memory.key))
+        return reopened
+
     async def remove(self, uri: str) -> None:
         memory = self.memories.pop(_key(uri), None)
         if memory is not None:

@@ -57,6 +57,9 @@ class StoreSession(Protocol):
     def unsynced(self) -> AbstractContextManager[None]:
         """Commits inside return before they are on disk; `sync` puts them there."""
 
+    def appending(self) -> AbstractContextManager[object]:
+        """One append (a question and its attachments) that waits for no other writer."""
+
     async def sync(self) -> None:
         """Put this process's commits on disk (off the loop: an fsync can take milliseconds)."""
 
@@ -109,6 +112,9 @@ class NullSession:
         return contextlib.nullcontext()
 
     def unsynced(self) -> AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+    def appending(self) -> AbstractContextManager[object]:
         return contextlib.nullcontext()
 
     async def sync(self) -> None:
@@ -187,6 +193,9 @@ class StoredSession:
 
     def unsynced(self) -> AbstractContextManager[None]:
         return self.binding.store.unsynced()
+
+    def appending(self) -> AbstractContextManager[object]:
+        return self.binding.store.appending()
 
     async def sync(self) -> None:
         if self.binding.store.unsynced_commits:  # no idle hop to a thread

@@ -169,7 +169,7 @@ class ChatTurns:
             carried = session.attachments.sent(user.id)
         else:
             carried = fit(attachments or [], settings.attachment_budget, session.window.count)
-            with session.unsynced(), session.transaction():  # fsync overlaps the model call
+            with session.unsynced(), session.appending():  # fsync overlaps the model call
                 user = self.append(
                     thread_id, "user", with_references(text, [a.ref for a in carried]), wake=False
                 )

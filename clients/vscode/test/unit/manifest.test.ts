@@ -56,9 +56,9 @@ describe('package.json contributions', () => {
     expect(pkg.contributes.menus.commandPalette.map((e) => e.command)).not.toContain('topicForest.showContext');
   });
 
-  it('an untrusted workspace cannot choose the interpreter or redirect the model', () => {
+  it('an untrusted workspace cannot choose the interpreter or redirect the model or the memory', () => {
     expect(pkg.capabilities.untrustedWorkspaces.restrictedConfigurations).toEqual(
-      expect.arrayContaining(['topicForest.python', 'topicForest.apiBase']));
+      expect.arrayContaining(['topicForest.python', 'topicForest.apiBase', 'topicForest.storeUrl']));
   });
 
   it('registers every contributed command somewhere in src/', () => {

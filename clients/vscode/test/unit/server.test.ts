@@ -101,7 +101,8 @@ describe('server manager', () => {
     const [p] = processes as [FakeProcess];
     expect(p.launch).toEqual({ python: '/venv/bin/python', cwd: '/ws', initializationOptions: {
       chatModel: 'openai/stub', summaryModels: [], apiBase: null, historyBudget: 1024,
-      attachmentBudget: 4096, mergeThreshold: 0.15, maxTopics: 12, storePath: null } });
+      attachmentBudget: 4096, mergeThreshold: 0.15, maxTopics: 12, storePath: null,
+      storeUrl: null, user: null } });
     expect(await manager.request('topicForest/listTopics', {})).toEqual({ ok: 'topicForest/listTopics' });
     p.handlers.get('topicForest/chatDelta')?.({ index: 0 });
     expect(deltas).toEqual([{ index: 0 }]);
@@ -183,6 +184,25 @@ describe('server manager', () => {
     expect(processes[1]?.launch.python).toBe('/other/python');
     processes[1]?.handlers.get('topicForest/topicsChanged')?.({ reason: 'dropped' });
     expect(changed).toEqual([{ reason: 'dropped' }]);
+    expect(manager.state).toBe('running');
+  });
+
+  it('a changed team memory setting restarts the server with it; other changes are pushed', async () => {
+    const { manager, processes } = setup();
+    await manager.start();
+    configuration.set('topicForest.maxTopics', 5);
+    await manager.configurationChanged(change('topicForest.maxTopics'));
+    expect(processes).toHaveLength(1);
+    expect(processes[0]?.notifications.map((n) => n.method)).toEqual(['workspace/didChangeConfiguration']);
+    for (const [key, value] of [['storeUrl', 'postgresql://ann@db:5432/tf'], ['user', 'ann'],
+      ['storePath', '/tmp/tf']] as const) {
+      configuration.set(`topicForest.${key}`, value);
+      await manager.configurationChanged(change(`topicForest.${key}`));
+    }
+    expect(processes).toHaveLength(4);
+    expect(processes.slice(0, 3).every((p) => p.stopped)).toBe(true);
+    expect(processes[3]?.launch.initializationOptions).toMatchObject({
+      storeUrl: 'postgresql://ann@db:5432/tf', user: 'ann', storePath: '/tmp/tf', maxTopics: 5 });
     expect(manager.state).toBe('running');
   });
 

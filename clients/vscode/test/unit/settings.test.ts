@@ -11,7 +11,7 @@ describe('settings mapping', () => {
   it('defaults: no model, offline summaries, auto budget', () => {
     expect(serverSettings(reader({}))).toEqual({
       chatModel: null, summaryModels: [], apiBase: null, historyBudget: 'auto', attachmentBudget: 4096,
-      mergeThreshold: 0.15, maxTopics: 12, storePath: null,
+      mergeThreshold: 0.15, maxTopics: 12, storePath: null, storeUrl: null, user: null,
     });
   });
 
@@ -19,11 +19,23 @@ describe('settings mapping', () => {
     expect(serverSettings(reader({
       chatModel: ' openai/stub ', summaryModels: ['openai/stub', '', 3], apiBase: 'http://127.0.0.1:9/v1',
       historyBudget: 1024, attachmentBudget: 2000, mergeThreshold: 0.3, maxTopics: 5, storePath: '/tmp/tf',
-      python: '/x/python',
+      storeUrl: ' postgresql://ann@db:5432/tf ', user: ' ann ', python: '/x/python',
     }))).toEqual({
       chatModel: 'openai/stub', summaryModels: ['openai/stub'], apiBase: 'http://127.0.0.1:9/v1',
       historyBudget: 1024, attachmentBudget: 2000, mergeThreshold: 0.3, maxTopics: 5, storePath: '/tmp/tf',
+      storeUrl: 'postgresql://ann@db:5432/tf', user: 'ann',
     });
+  });
+
+  it('the storeUrl pattern takes team URLs and refuses one with a password', () => {
+    const prop = (pkg.contributes.configuration.properties as Record<string, { pattern?: string }>)[
+      'topicForest.storeUrl'];
+    const pattern = new RegExp(prop?.pattern ?? '(?!)');
+    const accepted = ['', 'postgresql://ann@db.internal:5432/topicforest?sslmode=verify-full',
+      'postgres://db/tf', 'postgresql://127.0.0.1:5432/tf'];
+    const refused = ['postgresql://ann:secret@db/tf', 'mysql://ann@db/tf', 'db/tf'];
+    expect(accepted.filter((url) => !pattern.test(url))).toEqual([]);
+    expect(refused.filter((url) => pattern.test(url))).toEqual([]);
   });
 
   it('accepts a numeric string budget, falls back to auto for nonsense', () => {
@@ -42,6 +54,7 @@ describe('settings mapping', () => {
       expect({ key, mapped }).toEqual({ key, mapped: defaults[key] });
     }
     expect(props['topicForest.python']).toBeDefined();
+    expect(props['topicForest.storeUrl']?.markdownDescription).toMatch(/password.*pgpass.*PGPASSWORD/is);
     expect(Object.keys(props).filter((k) => /key|secret|password|token$/i.test(k))).toEqual([]);
   });
 });

@@ -16,7 +16,7 @@ from lsprotocol import types
 from topicforest.server.notify import TOPICS_CHANGED
 from topicforest.workspace.llm_worker import WORKER
 from topicforest.workspace.models import model_window
-from topicforest.workspace.settings import SECTION
+from topicforest.workspace.settings import SECTION, Settings
 from topicforest.workspace.upkeep import freeze_heap
 
 if TYPE_CHECKING:
@@ -63,9 +63,19 @@ async def did_change_configuration(
             types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
         )
         settings = pulled[0] if pulled else None
+    chosen = _memory_choice(ls.settings)
     for message in apply_settings(ls, settings):
         ls.show(message)
+    if _memory_choice(ls.settings) != chosen and ls.workspaces.started:  # open that memory
+        for memory in await ls.workspaces.reopen():
+            ls.notifier.topics_changed(memory.key, "configured", None)
+            ls.notifier.threads_changed(memory.key, None)
     warm(ls)
+
+
+def _memory_choice(settings: Settings) -> tuple[str | None, ...]:
+    """The settings that choose which memory a workspace opens."""
+    return (settings.store_path, settings.store_url, settings.user)
 
 
 async def did_change_folders(
