@@ -28,6 +28,9 @@ RECLUSTER_SLICE_SECONDS = 0.05  # upkeep work per round besides summaries (never
 # ...done in steps of at most this long, the event loop let through between them, so a turn
 # arriving meanwhile waits one step, not a whole slice (it waited up to 50 ms at 10,000 messages)
 STEP_SECONDS = 0.004
+# Between steps upkeep sleeps this long, not just one loop pass: a frame that arrived meanwhile
+# takes a few passes (read, dispatch, the handler's task) to become a turn holding the send gate.
+YIELD_SECONDS = 0.001
 IDLE_SECONDS = 2.0  # quiet time after which topics with no summary yet get their first one
 SETTLE_SECONDS = 60.0  # quiet time after which every topic's summary is brought up to date
 SETTLE_ENV = "TOPICFOREST_SETTLE_SECONDS"  # override, for tests and impatient demos
@@ -145,7 +148,7 @@ class Upkeep:
         deadline = time.perf_counter() + RECLUSTER_SLICE_SECONDS
         yield None
         while time.perf_counter() < deadline:
-            await asyncio.sleep(0)
+            await asyncio.sleep(YIELD_SECONDS)
             if not self.gate.is_open:
                 await self.gate.wait()
             yield None
