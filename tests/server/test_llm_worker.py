@@ -84,3 +84,23 @@ async def test_a_failure_in_the_worker_is_an_error_here_and_it_keeps_serving() -
         assert pid is not None and worker.pid == pid  # the same process, still serving
         await worker.close()
         assert worker.pid is None
+
+
+def test_the_child_has_what_its_requests_use_before_it_serves() -> None:
+    """The child's requests run in threads: a module first imported there could meet one another
+    thread was importing, half initialized (an ImportError ended the child in a full test run).
+    So the worker module imports them itself, in a fresh interpreter's main thread."""
+    needed = [
+        "topicforest.engine.llm",
+        "topicforest.engine.summarize.base",
+        "topicforest.engine.summarize.extractive",
+        "topicforest.engine.summarize.litellm_summarizer",
+    ]
+    script = (
+        "import sys, topicforest.workspace.llm_worker; "
+        f"print([m for m in {needed!r} if m not in sys.modules], 'litellm' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.split() == ["[]", "False"]  # litellm itself still waits for first use

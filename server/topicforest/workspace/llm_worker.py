@@ -33,6 +33,13 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any, BinaryIO
 
+# Everything the child's requests use is imported here, before it serves: requests run in
+# threads (and unpickling a request imports its classes' modules), so an import made there could
+# meet a module another thread is importing, half initialized (it did: ImportError in the child).
+from topicforest.engine.llm import load_litellm, max_input_tokens, provider_kwargs
+from topicforest.engine.summarize.extractive import ExtractiveSummarizer
+from topicforest.engine.summarize.litellm_summarizer import LiteLLMSummarizer
+
 log = logging.getLogger(__name__)
 HEADER = struct.Struct(">I")
 
@@ -155,14 +162,10 @@ WORKER = LLMWorker()  # one per server process, shared by its workspaces
 
 # -- the child's side --------------------------------------------------------------------------
 def _extract(request: Any) -> Any:
-    from topicforest.engine.summarize.extractive import ExtractiveSummarizer
-
     return ExtractiveSummarizer().summarize_now(request)
 
 
 def _window(model: str) -> int | None:
-    from topicforest.engine.llm import max_input_tokens
-
     return max_input_tokens(model)
 
 
@@ -170,8 +173,6 @@ def litellm_provider(
     model: str, api_base: str | None
 ) -> tuple[str, str, str | None, str | None] | None:
     """litellm's (name, provider, key, base) for a model string; None if it knows none."""
-    from topicforest.engine.llm import load_litellm
-
     litellm = load_litellm()
     try:
         name, provider, key, base = litellm.get_llm_provider(model=model, api_base=api_base)
@@ -181,8 +182,6 @@ def litellm_provider(
 
 
 async def _summarize(model: str, api_base: str | None, timeout: float, request: Any) -> Any:
-    from topicforest.engine.summarize.litellm_summarizer import LiteLLMSummarizer
-
     return await LiteLLMSummarizer(model, api_base=api_base, timeout=timeout).summarize(request)
 
 
@@ -190,8 +189,6 @@ async def litellm_stream(
     model: str, api_base: str | None, timeout: float, messages: list[dict[str, str]]
 ) -> AsyncIterator[tuple[str | None, tuple[int, int] | None]]:
     """A chat reply through `litellm.acompletion`: (text delta, (prompt, completion) tokens)."""
-    from topicforest.engine.llm import load_litellm, provider_kwargs
-
     litellm = load_litellm()
     stream = await litellm.acompletion(
         model=model,
