@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -183,12 +186,10 @@ def test_serve_rejects_a_bad_tcp_address() -> None:
     assert done.returncode == 2 and b"HOST:PORT" in done.stderr
 
 
-async def test_a_log_line_sent_to_the_client_is_not_repeated_on_stderr() -> None:
-    import io
-    import logging
+def _client_and_stderr() -> tuple[list[str], Any, io.StringIO, logging.Handler]:
+    """A client whose logMessage lines land in a list, and a stderr handler writing to a string."""
     from types import SimpleNamespace
 
-    from topicforest.server.logbridge import LogBridge
     from topicforest.server.stdio import RedactingFormatter, StderrHandler
 
     sent: list[str] = []
@@ -199,6 +200,13 @@ async def test_a_log_line_sent_to_the_client_is_not_repeated_on_stderr() -> None
     stream = io.StringIO()
     stderr = StderrHandler(stream)
     stderr.setFormatter(RedactingFormatter("%(name)s: %(message)s"))
+    return sent, client, stream, stderr
+
+
+async def test_a_log_line_sent_to_the_client_is_not_repeated_on_stderr() -> None:
+    from topicforest.server.logbridge import LogBridge
+
+    sent, client, stream, stderr = _client_and_stderr()
     bridge = LogBridge(client)  # type: ignore[arg-type]
     ours, theirs = logging.getLogger("topicforest.test_units"), logging.getLogger("pygls.fake")
     ours.addHandler(bridge)
@@ -218,22 +226,11 @@ async def test_an_early_log_line_reaches_the_client_channel_once() -> None:
     """Logged while `early` answers: held, then sent as logMessage once the client said
     `initialized` — not also written to stderr, which editors show in the same channel."""
     import asyncio
-    import io
-    import logging
-    from types import SimpleNamespace
 
     from topicforest.server.early import Backlog
     from topicforest.server.logbridge import LogBridge
-    from topicforest.server.stdio import RedactingFormatter, StderrHandler
 
-    sent: list[str] = []
-    client = SimpleNamespace(
-        protocol=SimpleNamespace(writer=object()),
-        window_log_message=lambda params: sent.append(params.message),
-    )
-    stream = io.StringIO()
-    stderr = StderrHandler(stream)
-    stderr.setFormatter(RedactingFormatter("%(name)s: %(message)s"))
+    sent, client, stream, stderr = _client_and_stderr()
     ours = logging.getLogger("topicforest.test_units")
     root = logging.getLogger()
     root.addHandler(stderr)
