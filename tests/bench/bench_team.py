@@ -151,13 +151,19 @@ def main() -> int:
                         client.request(P + "chat", params)
 
                 concurrently(clients, turns)
-                inside = [
-                    seconds
+                logged = [
+                    turn
                     for k, c in enumerate(clients)
-                    for seconds, _ in server_log(c, f"c{k}-", first[k]).values()
+                    for turn in server_log(c, f"c{k}-", first[k]).values()
                 ]
                 print(f"chat critical path in the server, {WRITERS} windows chatting at once, "
-                      f"{len(inside)} turns: {ms(inside, 50, 99)}")  # fmt: skip
+                      f"{len(logged)} turns: {ms([t.seconds for t in logged], 50, 99)}")  # fmt: skip
+                for part in ("append", "render", "send", "on_cpu"):
+                    print(f"  {part}: {ms([getattr(t, part) for t in logged], 50, 99)}")
+                slowest = sorted(logged, reverse=True)[: max(1, len(logged) // 50)]
+                print("  the slowest 2% (total = append + render + send; on CPU), ms: " + "; ".join(
+                    f"{1000 * t.seconds:.0f} = {1000 * t.append:.0f} + {1000 * t.render:.0f}"
+                    f" + {1000 * t.send:.0f}; {1000 * t.on_cpu:.0f}" for t in slowest))  # fmt: skip
 
                 opens = [first_list(folder, url, stub) for _ in range(5)]
                 print(
