@@ -418,6 +418,9 @@ class PostgresBackend(Backend):
     def begin_read(self) -> None:
         self._live().execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
 
+    def statement_conn(self) -> PgConnection:
+        return self._live()  # autocommit: the statement is its own transaction
+
     def before_commit(self, rev: int) -> None:
         self._live().execute("SELECT pg_notify(?, ?)", (self.schema, str(rev)))
 
