@@ -34,8 +34,7 @@ from topicforest.store.backend import Backend, Connection
 from topicforest.store.errors import ForeignThread, StoreError
 from topicforest.store.paths import store_path
 from topicforest.store.sqlite import SqliteBackend
-from topicforest.store.state import MESSAGE_COLUMNS, Mirror, row_to_message
-from topicforest.store.state import _set_meta as set_meta
+from topicforest.store.state import MESSAGE_COLUMNS, Mirror, row_to_message, set_meta
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -82,7 +81,7 @@ class Store:
         self.window: StoredWindow | None = None
         self.log = SqliteMessageLog(self)
         self.attachments = SqliteAttachmentLog(self)
-        self._lock = threading.RLock()
+        self.lock = threading.RLock()  # held by every use of the connection
         self._depth = 0  # nesting of transaction() and appending()
         self._appending = False  # the open transaction is an append
         self._rev = 0  # the rev the open write transaction writes with
@@ -152,17 +151,17 @@ class Store:
         """The store's window, restored from disk (one per store)."""
         window = StoredWindow(self, config, count=count, clock=clock)
         self.window = window
-        self._read(lambda: self.mirror.load(self.conn, window, full=True))
+        self.read(lambda: self.mirror.load(self.conn, window, full=True))
         return window
 
     def reload(self) -> None:
         """Rebuild the window from the database (after writing rows behind its back)."""
         window = self.window
         if window is not None:
-            self._read(lambda: self.mirror.load(self.conn, window, full=True))
+            self.read(lambda: self.mirror.load(self.conn, window, full=True))
 
     def close(self) -> None:
-        with self._lock, self._sync_lock:  # not while a worker thread flushes
+        with self.lock, self._sync_lock:  # not while a worker thread flushes
             self.backend.close()
 
     # -- durability ----------------------------------------------------------------------------
@@ -207,7 +206,7 @@ class Store:
     @contextmanager
     def transaction(self) -> Iterator[int]:
         """A write transaction (re-entrant) that starts from current state; yields its rev."""
-        with self._lock:
+        with self.lock:
             if self._depth:
                 if self._appending:
                     raise RuntimeError("a write transaction cannot begin inside an append")
@@ -243,7 +242,7 @@ class Store:
         The new rows carry the rev this process last loaded; other processes notice them by the
         append counter (`Mirror.appends`), not by their rev.
         """
-        with self._lock:
+        with self.lock:
             if self._depth:
                 yield from self._joined()
                 return
@@ -313,13 +312,13 @@ class Store:
         # changed memory that is now not on disk, so memory is rebuilt from disk.
         if window is not None and not isinstance(exc, EngineError):
             try:
-                self._read(lambda: self.mirror.load(self.conn, window, full=True))
+                self.read(lambda: self.mirror.load(self.conn, window, full=True))
             except Exception:  # damaged pages, a closed connection: not the error to report
                 self.mirror.rev = -1  # retried by the next transaction or refresh
 
-    def _read(self, fn: Callable[[], T]) -> T:
+    def read(self, fn: Callable[[], T]) -> T:
         """Run `fn` on one consistent snapshot of the database."""
-        with self._lock:
+        with self.lock:
             if self._depth:  # inside a transaction, which translates its errors
                 return fn()
             try:
@@ -335,7 +334,7 @@ class Store:
     # -- other processes -------------------------------------------------------------------
     def changed_elsewhere(self) -> bool:
         """Whether another connection committed since we last looked (cheap)."""
-        with self._lock:
+        with self.lock:
             try:
                 return self.backend.changed_elsewhere(self.mirror.rev, self.mirror.appends)
             except self.backend.errors as exc:
@@ -347,11 +346,11 @@ class Store:
         window = self.window
         if window is None or not self.changed_elsewhere():
             return False
-        return self._read(lambda: self.mirror.load(self.conn, window))
+        return self.read(lambda: self.mirror.load(self.conn, window))
 
     # -- queries -----------------------------------------------------------------------------
     def meta(self, key: str) -> object:
-        row = self._read(
+        row = self.read(
             lambda: self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         )
         return row[0] if row else None
@@ -362,7 +361,7 @@ class Store:
 
     def threads(self) -> list[ThreadRow]:
         """This user's threads, newest first."""
-        rows = self._read(
+        rows = self.read(
             lambda: self.conn.execute(
                 "SELECT thread_id, message_count, last_time, title FROM threads"
                 " WHERE owner IN (?, '') ORDER BY last_time DESC",
@@ -381,14 +380,14 @@ class Store:
         params: tuple[object, ...] = (thread_id, thread_id, self.user)
         if limit is not None:
             query, params = query + " LIMIT ?", (*params, limit)
-        rows = self._read(lambda: self.conn.execute(query, params).fetchall())
+        rows = self.read(lambda: self.conn.execute(query, params).fetchall())
         return [row_to_message(row) for row in reversed(rows)]
 
     def thread_message_ids(self, thread_id: str) -> list[int]:
         """The message ids of a thread this user may delete; ForeignThread if another
         person owns it."""
         self.check_owner(thread_id)
-        rows = self._read(
+        rows = self.read(
             lambda: self.conn.execute(
                 "SELECT id FROM messages WHERE thread_id = ? ORDER BY id", (thread_id,)
             ).fetchall()
@@ -399,7 +398,7 @@ class Store:
         """Raise ForeignThread unless the thread is this user's (or written before owners were
         recorded, or unknown). A thread's owner never changes, so checking before the
         transaction that changes it is enough."""
-        row = self._read(
+        row = self.read(
             lambda: self.conn.execute(
                 "SELECT owner FROM threads WHERE thread_id = ?", (thread_id,)
             ).fetchone()
@@ -408,7 +407,7 @@ class Store:
             raise ForeignThread(thread_id)
 
     def last_user_message(self, thread_id: str) -> int | None:
-        row = self._read(
+        row = self.read(
             lambda: self.conn.execute(
                 "SELECT max(id) FROM messages WHERE thread_id = ? AND role = 'user'", (thread_id,)
             ).fetchone()
@@ -442,13 +441,13 @@ class Store:
 
     def message_count(self) -> int:
         return int(
-            self._read(lambda: self.conn.execute("SELECT count(*) FROM messages").fetchone()[0])
+            self.read(lambda: self.conn.execute("SELECT count(*) FROM messages").fetchone()[0])
         )
 
     def is_empty(self) -> bool:
         """Whether the store remembers nothing yet (no messages, no topics)."""
         return bool(
-            self._read(
+            self.read(
                 lambda: self.conn.execute(
                     "SELECT NOT EXISTS (SELECT 1 FROM messages)"
                     " AND NOT EXISTS (SELECT 1 FROM roots)"
@@ -457,7 +456,7 @@ class Store:
         )
 
     def integrity_ok(self) -> bool:
-        return self._read(self.backend.integrity_ok)
+        return self.read(self.backend.integrity_ok)
 
 
 class SqliteMessageLog:
@@ -524,7 +523,7 @@ class SqliteMessageLog:
                 else:
                     conn.execute("DELETE FROM threads WHERE thread_id = ?", (thread,))
             store.touch()
-        with store._lock:
+        with store.lock:
             for message_id in ids:
                 self._cache.pop(message_id, None)
                 store.mirror.placement.pop(message_id, None)
@@ -533,7 +532,7 @@ class SqliteMessageLog:
         return self.get_many([message_id])[0]
 
     def get_many(self, message_ids: Iterable[int]) -> list[Message]:
-        with self._store._lock:  # the cache is shared with worker threads
+        with self._store.lock:  # the cache is shared with worker threads
             return self._get_many(list(message_ids))
 
     def _get_many(self, ids: list[int]) -> list[Message]:
@@ -541,7 +540,7 @@ class SqliteMessageLog:
         dialect = self._store.backend.dialect
         missing = [i for i in ids if i not in cache]
         if missing:
-            rows = self._store._read(
+            rows = self._store.read(
                 lambda: self._store.conn.execute(
                     f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id {dialect.ids_clause}",
                     (dialect.ids_param(missing),),
@@ -596,7 +595,7 @@ class SqliteAttachmentLog:
 
     def refs(self, message_ids: Iterable[int]) -> dict[int, list[AttachmentRef]]:
         where, param = _in_ids(self._store, _ids(message_ids))
-        rows = self._store._read(
+        rows = self._store.read(
             lambda: self._store.conn.execute(
                 f"SELECT message_id, {self.COLUMNS} FROM attachments WHERE message_id {where}"
                 " ORDER BY message_id, position",
@@ -609,7 +608,7 @@ class SqliteAttachmentLog:
         return out
 
     def sent(self, message_id: int) -> list[SentAttachment]:
-        rows = self._store._read(
+        rows = self._store.read(
             lambda: self._store.conn.execute(
                 f"SELECT {self.COLUMNS}, text FROM attachments WHERE message_id = ?"
                 " ORDER BY position",
