@@ -62,6 +62,7 @@ class Protocol(LanguageServerProtocol):
 
 class TopicForestServer(LanguageServer):
     protocol: Protocol  # pygls makes it from `protocol_cls`
+
     def __init__(self, workspaces: Workspaces | None = None) -> None:
         super().__init__(
             SERVER_NAME,
