@@ -9,6 +9,7 @@ itself is a `Backend`: the embedded SQLite file (default) or a shared PostgreSQL
 
 from __future__ import annotations
 
+import functools
 import getpass
 import logging
 import os
@@ -21,15 +22,14 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, Concatenate, NoReturn, ParamSpec, TypeVar
 
 from topicforest.attachments import AttachmentRef, SentAttachment
 from topicforest.engine.config import WindowConfig
 from topicforest.engine.errors import EngineError
 from topicforest.engine.messages import Message
-from topicforest.engine.summarize.base import SummaryResult
 from topicforest.engine.tokens import TokenCounter, estimate_tokens
-from topicforest.engine.window import ContextWindow, SummaryJob
+from topicforest.engine.window import ContextWindow
 from topicforest.store.backend import Backend, Connection
 from topicforest.store.errors import ForeignThread, StoreError
 from topicforest.store.paths import store_path
@@ -38,6 +38,7 @@ from topicforest.store.state import MESSAGE_COLUMNS, Mirror, row_to_message, set
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+P = ParamSpec("P")
 _UNSYNCED: ContextVar[bool] = ContextVar("topicforest_unsynced", default=False)
 TITLE_CHARS = 80
 
@@ -636,6 +637,19 @@ def _row_ref(row: Sequence[Any]) -> AttachmentRef:
     return AttachmentRef(kind, path, span, language, sha256, tokens, bool(truncated))
 
 
+def _transaction(
+    verb: Callable[Concatenate[ContextWindow, P], T],
+) -> Callable[Concatenate[StoredWindow, P], T]:
+    """`verb` of a `StoredWindow`, in one store transaction (see the module docstring)."""
+
+    @functools.wraps(verb)
+    def run(window: StoredWindow, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        with window.store.transaction():
+            return verb(window, *args, **kwargs)
+
+    return run
+
+
 class StoredWindow(ContextWindow):
     """A ContextWindow whose every change is one store transaction (see the module docstring).
 
@@ -676,44 +690,14 @@ class StoredWindow(ContextWindow):
             self.store.count_deletion()
             return changed
 
-    def graduate(self, thread_id: str | None = None) -> list[Message]:
-        with self.store.transaction():
-            return super().graduate(thread_id)
-
-    def flush_thread(self, thread_id: str) -> list[Message]:
-        with self.store.transaction():
-            return super().flush_thread(thread_id)
-
-    def drop(self, topic_id: int) -> None:
-        with self.store.transaction():
-            super().drop(topic_id)
-
-    def restore(self, topic_id: int) -> None:
-        with self.store.transaction():
-            super().restore(topic_id)
-
-    def pin(self, topic_id: int, pinned: bool = True) -> None:
-        with self.store.transaction():
-            super().pin(topic_id, pinned)
-
-    def expand(self, topic_id: int) -> list[Message]:
-        with self.store.transaction():
-            return super().expand(topic_id)
-
-    def collapse(self, topic_id: int) -> None:
-        with self.store.transaction():
-            super().collapse(topic_id)
-
-    def summary_jobs(
-        self, target_tokens: int | None = None, *, force: bool = False, idle: bool = False
-    ) -> list[SummaryJob]:
-        with self.store.transaction():
-            return super().summary_jobs(target_tokens, force=force, idle=idle)
-
-    def apply_summary(self, job: SummaryJob, result: SummaryResult) -> bool:
-        with self.store.transaction():
-            return super().apply_summary(job, result)
-
-    def refine(self, budget_seconds: float = 0.05, *, settle: bool = False) -> set[int]:
-        with self.store.transaction():
-            return super().refine(budget_seconds, settle=settle)
+    # Each engine verb that changes persisted state runs as one transaction.
+    graduate = _transaction(ContextWindow.graduate)
+    flush_thread = _transaction(ContextWindow.flush_thread)
+    drop = _transaction(ContextWindow.drop)
+    restore = _transaction(ContextWindow.restore)
+    pin = _transaction(ContextWindow.pin)
+    expand = _transaction(ContextWindow.expand)
+    collapse = _transaction(ContextWindow.collapse)
+    summary_jobs = _transaction(ContextWindow.summary_jobs)  # a merge may renew a version
+    apply_summary = _transaction(ContextWindow.apply_summary)
+    refine = _transaction(ContextWindow.refine)
