@@ -5,10 +5,9 @@ and the list names every field of the state and of its records."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 
 from topicforest.engine.resolver import refresh_fallback, resolve_all
-from topicforest.engine.state import NOT_PERSISTED, PERSISTED, WindowState
+from topicforest.engine.state import NOT_PERSISTED, PERSISTED, WindowState, field_types
 from topicforest.engine.summarize.extractive import ExtractiveSummarizer
 from topicforest.engine.window import ContextWindow
 from topicforest.store import Store
@@ -70,13 +69,13 @@ def test_every_persisted_field_round_trips(memory: Memory) -> None:
 
 
 def test_persisted_names_every_field_of_the_state_and_its_records() -> None:
-    state_fields = {f.name for f in dataclasses.fields(WindowState)}
+    state_fields = set(field_types(WindowState))
     assert set(PERSISTED) | set(NOT_PERSISTED) == state_fields
     assert not set(PERSISTED) & set(NOT_PERSISTED)
     for name, spec in PERSISTED.items():
         if spec.record is None:
             assert not spec.fields and not spec.derived, name
             continue
-        record_fields = {f.name for f in dataclasses.fields(spec.record)}
+        record_fields = set(field_types(spec.record))
         assert set(spec.fields) | set(spec.derived) == record_fields, name
         assert not set(spec.fields) & set(spec.derived), name

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from topicforest.engine.centroids import Centroid
 
@@ -45,8 +45,7 @@ class Spend:
     output_tokens: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class TopicState:
+class TopicState(NamedTuple):  # a tuple: a view makes one per topic, after every change
     """A topic as persisted: its place in the stable order, version, flags and members."""
 
     order: int
@@ -57,7 +56,7 @@ class TopicState:
     members: Sequence[int]  # in a view: the forest's own list (member lists grow at their end)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a store makes one after every change (read only anyway)
 class WindowState:
     """A read-only view of a window's persisted state (see the module docstring)."""
 
@@ -109,6 +108,15 @@ PERSISTED: Mapping[str, Persisted] = {
     "fallback_summary": Persisted(),
 }
 NOT_PERSISTED = ("epoch", "planted")  # WindowState attributes a store does not keep
+
+
+def field_types(record: type) -> dict[str, str]:
+    """A record type's fields (a dataclass's or a NamedTuple's) and their annotations, as
+    written (a NamedTuple keeps them as `ForwardRef`s)."""
+    return {
+        name: str(getattr(kind, "__forward_arg__", kind))
+        for name, kind in record.__annotations__.items()
+    }
 
 
 @dataclass(frozen=True, slots=True)

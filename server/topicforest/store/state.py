@@ -11,7 +11,6 @@ reload-after-another-process-committed are the same code path. The columns of th
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -27,6 +26,7 @@ from topicforest.engine.state import (
     TopicState,
     VocabularyDelta,
     WindowState,
+    field_types,
 )
 from topicforest.engine.window import ContextWindow
 from topicforest.store.backend import Connection, Dialect
@@ -34,7 +34,7 @@ from topicforest.store.backend import Connection, Dialect
 Fingerprint = tuple[object, ...]
 
 MESSAGE_COLUMNS = "id, thread_id, role, content, timestamp, tokens, cancelled"
-ROOT_COLUMNS = {"order": "ord", "members": "size"}  # a TopicState field's column in `roots`
+RENAMED_COLUMNS = {"order": "ord", "members": "size"}  # TopicState fields in `roots`
 
 
 def row_to_message(row: tuple[Any, ...]) -> Message:
@@ -65,14 +65,33 @@ def _replace(key: str, *columns: str) -> str:
     return f" ON CONFLICT ({key}) DO UPDATE SET {updates}"
 
 
-_SIZED = (set, frozenset, dict, Counter, list, tuple)
+_COLLECTIONS = ("Counter[", "set[", "Sequence[", "list[", "dict[")  # field types
 
 
-def _fingerprint_value(value: object) -> object:
-    """A collection by its size: each grows or shrinks with a change that matters, or changes
-    along with a number beside it (a centroid's terms with its tokens, a summary's `covered`
-    with its version); everything else by its value."""
-    return len(value) if isinstance(value, _SIZED) else value
+class Fingerprinter:
+    """A record's cheap fingerprint: its plain fields by value, then its collections by size
+    (each grows or shrinks with a change that matters, or changes along with a number beside
+    it: a centroid's terms with its tokens, a summary's `covered` with its version)."""
+
+    def __init__(self, record: type, fields: tuple[str, ...]) -> None:
+        types = field_types(record)
+        sized = [name for name in fields if types[name].startswith(_COLLECTIONS)]
+        plain = [name for name in fields if name not in sized]
+        self.order = (*plain, *sized)  # the fields, in the order of the fingerprint's values
+        self._plain, self._sized = _getter(plain), _getter(sized)
+
+    def __call__(self, record: object) -> Fingerprint:
+        return (*self._plain(record), *map(len, self._sized(record)))
+
+
+def _getter(names: list[str]) -> Callable[[object], tuple[Any, ...]]:
+    """The named attributes of an object, as a tuple (`attrgetter` gives one name unwrapped)."""
+    if len(names) > 1:
+        return attrgetter(*names)
+    if names:
+        one = attrgetter(names[0])
+        return lambda record: (one(record),)
+    return lambda record: ()
 
 
 def _encode(value: object) -> object:
@@ -95,10 +114,11 @@ class RecordTable:
     def __init__(self, entity: str) -> None:
         spec = PERSISTED[entity]
         assert spec.record is not None and len(spec.fields) > 1
-        types = {f.name: str(f.type) for f in dataclasses.fields(spec.record)}
+        types = field_types(spec.record)
         self.entity, self.record, self.fields = entity, spec.record, spec.fields
         self.values = attrgetter(*spec.fields)
         self.decoders = [_DECODERS[types[name]] for name in spec.fields]  # KeyError: add one
+        self.fingerprint = Fingerprinter(spec.record, spec.fields)
         columns = ("root_id", *spec.fields, "rev")
         self.insert = (
             f"INSERT INTO {entity} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
@@ -106,9 +126,6 @@ class RecordTable:
         )
         self.select = f"SELECT root_id, {', '.join(spec.fields)} FROM {entity}"
         self.delete = f"DELETE FROM {entity} WHERE root_id = ?"
-
-    def fingerprint(self, record: object) -> Fingerprint:
-        return tuple(map(_fingerprint_value, self.values(record)))
 
     def row(self, root: int, record: object, rev: int) -> tuple[object, ...]:
         return (root, *map(_encode, self.values(record)), rev)
@@ -120,13 +137,11 @@ class RecordTable:
 
 
 RECORDS = tuple(RecordTable(entity) for entity in ("centroids", "summaries", "spend"))
-TOPIC_FIELDS = PERSISTED["topics"].fields
-_topic_values = attrgetter(*TOPIC_FIELDS)
-
-
-def topic_fingerprint(topic: TopicState) -> Fingerprint:
-    """A topic's `roots` row, but for its id and rev (members: their count)."""
-    return tuple(map(_fingerprint_value, _topic_values(topic)))
+# A topic's `roots` row is its fingerprint (members: their count, the column `size`), its id, rev.
+topic_fingerprint = Fingerprinter(TopicState, PERSISTED["topics"].fields)
+TOPIC_FIELDS = topic_fingerprint.order
+ROOT_COLUMNS = ("id", *(RENAMED_COLUMNS.get(f, f) for f in TOPIC_FIELDS), "rev")
+_SIZE = TOPIC_FIELDS.index("members")  # where a topic's fingerprint holds its member count
 
 
 class Mirror:
@@ -212,9 +227,10 @@ class Mirror:
             recall=recall,
         )
         window.apply(delta)
-        self._remember(window.state(), delta)
+        after = window.state()
+        self._remember(after, delta)
         if forest is not None:
-            self._place(window.state(), forest, incremental=recall is None)
+            self._place(after, forest, incremental=recall is None)
         self.rev, self.appends = rev, appends
         return True
 
@@ -291,8 +307,7 @@ class Mirror:
     ) -> ForestDelta | None:
         """Roots and members (None: unchanged). Per changed root, how many of its first members
         are already in place (their positions did not move) and the ones that follow."""
-        columns = ", ".join(ROOT_COLUMNS.get(f, f) for f in TOPIC_FIELDS)
-        rows = conn.execute(f"SELECT id, {columns}, rev FROM roots").fetchall()
+        rows = conn.execute(f"SELECT {', '.join(ROOT_COLUMNS)} FROM roots").fetchall()
         topics = {row[0]: dict(zip(TOPIC_FIELDS, row[1:-1], strict=True)) for row in rows}
         self.next_order = int(meta["next_order"])
         changed = [row[0] for row in rows if row[-1] > since or row[0] not in before.topics]
@@ -420,10 +435,9 @@ class Mirror:
         gone = [root for root in self.roots if root not in topics]
         if not changed and not gone:
             return False
-        columns = ("id", *(ROOT_COLUMNS.get(f, f) for f in TOPIC_FIELDS), "rev")
         conn.executemany(
-            f"INSERT INTO roots ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
-            + _replace(*columns),
+            f"INSERT INTO roots ({', '.join(ROOT_COLUMNS)})"
+            f" VALUES ({', '.join('?' * len(ROOT_COLUMNS))})" + _replace(*ROOT_COLUMNS),
             [(root, *self.roots[root], rev) for root, _ in changed],
         )
         conn.executemany("DELETE FROM roots WHERE id = ?", [(root,) for root in gone])
@@ -449,7 +463,7 @@ class Mirror:
         """How many of `root`'s first members are stored in place already. A topic's member list
         only ever grows at its end (attach, union), so a graduation into a 1,000-message topic
         writes its new members without rechecking the rest; the last one saved is checked."""
-        size = saved[-1] if saved else 0
+        size = saved[_SIZE] if saved else 0
         assert isinstance(size, int)
         if 0 < size <= len(members) and self.placement.get(members[size - 1]) == (root, size - 1):
             return size
@@ -466,10 +480,12 @@ class Mirror:
                 saved[root] = fp
                 rows.append(table.row(root, record, rev))
         gone = [(root,) for root in saved if root not in records]
-        conn.executemany(table.insert, rows)
-        conn.executemany(table.delete, gone)
-        for (root,) in gone:
-            del saved[root]
+        if rows:
+            conn.executemany(table.insert, rows)
+        if gone:
+            conn.executemany(table.delete, gone)
+            for (root,) in gone:
+                del saved[root]
         return bool(rows or gone)
 
     def _save_doc_freq(
