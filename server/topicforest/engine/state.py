@@ -155,7 +155,8 @@ class StateDelta:
     centroids: Mapping[int, Centroid] = field(default_factory=dict)  # changed (norms: the window)
     summaries: Mapping[int, Summary] = field(default_factory=dict)  # changed or new
     summaries_gone: Sequence[int] = ()
-    spend: Mapping[int, Spend] | None = None  # all of it
+    spend: Mapping[int, Spend] = field(default_factory=dict)  # changed or new
+    spend_gone: Sequence[int] = ()
     last_planted: Mapping[str, int] | None = None  # all of it
     pending_terms: Mapping[int, Counter[str]] = field(default_factory=dict)  # new
     pending_gone: Sequence[int] = ()

@@ -180,8 +180,9 @@ class ContextWindow:
         for root in delta.summaries_gone:
             del self.summaries[root]
         self.summaries.update(delta.summaries)
-        if delta.spend is not None:
-            self.spend = dict(delta.spend)
+        for root in delta.spend_gone:
+            del self.spend[root]
+        self.spend.update(delta.spend)
         if delta.last_planted is not None:
             self._last_planted = dict(delta.last_planted)
         for message_id in delta.pending_gone:

@@ -68,30 +68,20 @@ def _replace(key: str, *columns: str) -> str:
 _COLLECTIONS = ("Counter[", "set[", "Sequence[", "list[", "dict[")  # field types
 
 
-class Fingerprinter:
-    """A record's cheap fingerprint: its plain fields by value, then its collections by size
-    (each grows or shrinks with a change that matters, or changes along with a number beside
-    it: a centroid's terms with its tokens, a summary's `covered` with its version)."""
+def fingerprinter(record: type, fields: tuple[str, ...]) -> Callable[[Any], Fingerprint]:
+    """A record's cheap fingerprint: its fields by value, its collections by size (each grows
+    or shrinks with a change that matters, or changes along with a number beside it: a
+    centroid's terms with its tokens, a summary's `covered` with its version).
 
-    def __init__(self, record: type, fields: tuple[str, ...]) -> None:
-        types = field_types(record)
-        sized = [name for name in fields if types[name].startswith(_COLLECTIONS)]
-        plain = [name for name in fields if name not in sized]
-        self.order = (*plain, *sized)  # the fields, in the order of the fingerprint's values
-        self._plain, self._sized = _getter(plain), _getter(sized)
-
-    def __call__(self, record: object) -> Fingerprint:
-        return (*self._plain(record), *map(len, self._sized(record)))
-
-
-def _getter(names: list[str]) -> Callable[[object], tuple[Any, ...]]:
-    """The named attributes of an object, as a tuple (`attrgetter` gives one name unwrapped)."""
-    if len(names) > 1:
-        return attrgetter(*names)
-    if names:
-        one = attrgetter(names[0])
-        return lambda record: (one(record),)
-    return lambda record: ()
+    It runs for every record after every change, so, as `collections.namedtuple` does, it is
+    compiled once from the field names (identifiers of our own record types)."""
+    types = field_types(record)
+    assert all(name.isidentifier() for name in fields)
+    values = ", ".join(
+        f"len(r.{name})" if types[name].startswith(_COLLECTIONS) else f"r.{name}" for name in fields
+    )
+    function: Callable[[Any], Fingerprint] = eval(f"lambda r: ({values},)", {"len": len})
+    return function
 
 
 def _encode(value: object) -> object:
@@ -118,7 +108,7 @@ class RecordTable:
         self.entity, self.record, self.fields = entity, spec.record, spec.fields
         self.values = attrgetter(*spec.fields)
         self.decoders = [_DECODERS[types[name]] for name in spec.fields]  # KeyError: add one
-        self.fingerprint = Fingerprinter(spec.record, spec.fields)
+        self.fingerprint = fingerprinter(spec.record, spec.fields)
         columns = ("root_id", *spec.fields, "rev")
         self.insert = (
             f"INSERT INTO {entity} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
@@ -138,8 +128,8 @@ class RecordTable:
 
 RECORDS = tuple(RecordTable(entity) for entity in ("centroids", "summaries", "spend"))
 # A topic's `roots` row is its fingerprint (members: their count, the column `size`), its id, rev.
-topic_fingerprint = Fingerprinter(TopicState, PERSISTED["topics"].fields)
-TOPIC_FIELDS = topic_fingerprint.order
+TOPIC_FIELDS = PERSISTED["topics"].fields
+topic_fingerprint = fingerprinter(TopicState, TOPIC_FIELDS)
 ROOT_COLUMNS = ("id", *(RENAMED_COLUMNS.get(f, f) for f in TOPIC_FIELDS), "rev")
 _SIZE = TOPIC_FIELDS.index("members")  # where a topic's fingerprint holds its member count
 
@@ -202,8 +192,8 @@ class Mirror:
         )
         before = window.state()
         forest = self._load_forest(conn, before, meta, since)
-        summaries = self._load_records(conn, RECORDS[1], since)
-        stored_summaries = {r[0] for r in conn.execute("SELECT root_id FROM summaries")}
+        summaries, summaries_gone = self._load_changed(conn, RECORDS[1], before.summaries, since)
+        spend, spend_gone = self._load_changed(conn, RECORDS[2], before.spend, since)
         pending, pending_gone = self._load_pending(conn, before, since)
         recall = None
         if self.recall is None:  # the recall index is built when a render first needs it
@@ -213,8 +203,9 @@ class Mirror:
             forest=forest,
             centroids=self._load_records(conn, RECORDS[0], since),
             summaries=summaries,
-            summaries_gone=[r for r in before.summaries if r not in stored_summaries],
-            spend={row[0]: RECORDS[2].loaded(row) for row in conn.execute(RECORDS[2].select)},
+            summaries_gone=summaries_gone,
+            spend=spend,
+            spend_gone=spend_gone,
             last_planted=dict(
                 conn.execute(
                     "SELECT thread_id, last_planted FROM threads WHERE last_planted IS NOT NULL"
@@ -249,8 +240,10 @@ class Mirror:
             summaries.pop(root, None)
         for root in delta.summaries:
             summaries[root] = RECORDS[1].fingerprint(state.summaries[root])
-        spend.clear()
-        spend.update((root, RECORDS[2].fingerprint(s)) for root, s in state.spend.items())
+        for root in delta.spend_gone:
+            spend.pop(root, None)
+        for root in delta.spend:
+            spend[root] = RECORDS[2].fingerprint(state.spend[root])
         self.last_planted = dict(state.last_planted)
         self.pending = set(state.pending_terms)
         self.fallback = state.fallback_summary
@@ -350,6 +343,14 @@ class Mirror:
             "SELECT id FROM messages WHERE root_id = ? AND pos >= ? ORDER BY pos", (root, keep)
         )
         return keep, [row[0] for row in tail]
+
+    @classmethod
+    def _load_changed(
+        cls, conn: Connection, table: RecordTable, known: Mapping[int, object], since: int
+    ) -> tuple[dict[int, Any], list[int]]:
+        """The records stored since `since`, and those of `known` no longer stored."""
+        stored = {row[0] for row in conn.execute(f"SELECT root_id FROM {table.entity}")}
+        return cls._load_records(conn, table, since), [r for r in known if r not in stored]
 
     @staticmethod
     def _load_records(conn: Connection, table: RecordTable, since: int) -> dict[int, Any]:
