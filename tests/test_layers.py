@@ -1,5 +1,7 @@
 """The layers of server/topicforest, read from the source (AST): engine → store → workspace →
-server, each importing only its own layer and those below, and no import cycles.
+server, each importing only its own layer and those below, and no import cycles; and no module
+reads or writes another object's or module's private names (`x._name` where `x` is not `self`,
+`cls` or `super()`; `from m import _name`).
 
 An import inside `if TYPE_CHECKING:` counts for the layers (a type is a dependency) but not for
 cycles (it never runs). Imports inside functions count for both.
@@ -26,6 +28,8 @@ LAYERS = {
 }
 LAYER_NAMES = {0: "engine", 1: "store", 2: "workspace", 3: "server", 4: "tools"}
 WIRE_ONLY = ("pygls", "lsprotocol")  # only the server layer may import these
+# (module, expression) of private accesses allowed, each with its reason: third-party objects only
+PRIVATE_EXEMPT: dict[tuple[str, str], str] = {}
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -90,6 +94,36 @@ def graph(root: Path) -> tuple[dict[str, set[str]], dict[str, set[str]], dict[st
     return edges, runtime, external
 
 
+def private_uses(root: Path) -> list[tuple[str, str]]:
+    """(module, expression) of every use of a private name of another object or module."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        module = module_name(path, root)
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and _private(node.attr) and not _own(node.value):
+                found.append((module, ast.unparse(node)))
+            elif isinstance(node, ast.ImportFrom):
+                found += [(module, f"from {node.module} import {a.name}")
+                          for a in node.names if _private(a.name)]  # fmt: skip
+    return found
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _own(value: ast.expr) -> bool:
+    """`self`, `cls` or `super()`: the object's own names."""
+    if isinstance(value, ast.Name):
+        return value.id in ("self", "cls")
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id == "super"
+    )
+
+
 def upward(edges: Mapping[str, set[str]]) -> list[str]:
     return [
         f"{source} ({LAYER_NAMES[layer(source)]}) imports {target} ({LAYER_NAMES[layer(target)]})"
@@ -152,6 +186,34 @@ def test_only_the_server_layer_imports_pygls() -> None:
         if layer(module) < LAYERS["topicforest.server"]
     }
     assert {m: libs for m, libs in below.items() if libs} == {}
+
+
+def test_no_module_uses_another_objects_private_names() -> None:
+    used = private_uses(PACKAGE)
+    assert [use for use in used if use not in PRIVATE_EXEMPT] == []
+    assert [use for use in PRIVATE_EXEMPT if use not in used] == []  # no stale exemption
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("class A:\n    def f(self, o):\n        return o._x\n", ["o._x"]),
+        ("def f(w):\n    w._y = 1\n", ["w._y"]),
+        ("from topicforest.store.state import _set_meta\n",
+         ["from topicforest.store.state import _set_meta"]),
+        ("import os\nos._exit(0)\n", ["os._exit"]),
+        ("class A(B):\n    def f(self):\n        super()._g()\n        return self._h, cls._i\n",
+         []),
+        ("class A:\n    def __eq__(self, o):\n        return o.__dict__\n", []),
+    ],
+)  # fmt: skip
+def test_the_private_check_catches_what_it_is_for(
+    tmp_path: Path, source: str, expected: list[str]
+) -> None:
+    root = tmp_path / "topicforest"
+    root.mkdir()
+    (root / "m.py").write_text(source, encoding="utf-8")
+    assert [expression for _, expression in private_uses(root)] == expected
 
 
 @pytest.mark.parametrize(

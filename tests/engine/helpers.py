@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from topicforest.engine import ContextWindow, WindowConfig
+from topicforest.engine.state import PERSISTED
 
 TOPICS = {
     "loader": (
@@ -39,3 +42,24 @@ def filled_window(budget: int = 1024, rounds: int = 6, **config: object) -> Cont
             t += 2
             window.graduate()
     return window
+
+
+def persisted(window: ContextWindow) -> dict[str, object]:
+    """Every value `PERSISTED` lists, from the window's state view, in comparable form: a
+    record by its persisted fields, a mapping as a dict."""
+    state = window.state()
+    values: dict[str, object] = {}
+    for name, spec in PERSISTED.items():
+        value = getattr(state, name)
+        if spec.record is None:
+            values[name] = dict(value) if isinstance(value, Mapping) else value
+        else:
+            values[name] = {
+                key: {field: _plain(getattr(record, field)) for field in spec.fields}
+                for key, record in value.items()
+            }
+    return values
+
+
+def _plain(value: object) -> object:
+    return list(value) if isinstance(value, list) else value

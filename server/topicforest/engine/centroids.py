@@ -129,6 +129,11 @@ class CentroidIndex:
         a.first_time = min(a.first_time, b.first_time)
         a.last_time = max(a.last_time, b.last_time)
 
+    def put(self, root: int, centroid: Centroid) -> None:
+        """Give `root` this centroid (a stored copy's; its norm is the caller's to set)."""
+        self.discard(root)  # also forgets cached pair products that involved it
+        self.centroids[root] = centroid
+
     def discard(self, root: int) -> None:
         self.centroids.pop(root, None)
         self._dots = {k: v for k, v in self._dots.items() if root not in k}

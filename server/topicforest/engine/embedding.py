@@ -13,6 +13,10 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from topicforest.engine.state import VocabularyDelta
 
 STOPWORDS = frozenset(
     """
@@ -231,6 +235,26 @@ class Embedder:
     def idf(self) -> Mapping[str, float]:
         """IDF per known term as of the current epoch; unknown terms weigh nothing."""
         return self._idf
+
+    @property
+    def docs_at_epoch(self) -> int:
+        """How many documents the corpus held when the current IDF was computed."""
+        return self._docs_at_epoch
+
+    def restore(self, stored: VocabularyDelta) -> bool:
+        """Take a stored copy's document frequencies and IDF exactly (recomputing the IDF
+        would change titles and clustering after a reload: it is refreshed only per epoch).
+        Returns whether this starts a new epoch (`stored.whole`), else the terms are updated
+        in place within the current one."""
+        if not stored.whole:
+            self.df.update(stored.df)
+            self._idf.update(stored.idf)
+            self.n_docs = stored.n_docs
+            return False
+        self.df, self._idf = dict(stored.df), dict(stored.idf)
+        self.n_docs, self._docs_at_epoch = stored.n_docs, stored.docs_at_epoch
+        self.epoch += 1  # cached norms and pair products are recomputed from the new IDF
+        return True
 
     def cosine(self, a: Mapping[str, int], b: Mapping[str, int]) -> float:
         idf = self._idf

@@ -8,7 +8,7 @@ and the dropped flag. Message text and term vectors live elsewhere.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import ItemsView, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from topicforest.engine.errors import UnknownTopic
@@ -154,8 +154,8 @@ class Forest:
 
     def update_roots(
         self,
-        roots: dict[int, tuple[int, int, bool]],
-        grown: dict[int, tuple[int, list[int]]],
+        roots: Mapping[int, tuple[int, int, bool]],
+        grown: Mapping[int, tuple[int, list[int]]],
         next_order: int,
     ) -> None:
         """Bring the forest up to a stored copy's state in place (another process changed it).
@@ -182,7 +182,7 @@ class Forest:
         self._next_order = next_order
 
     # -- queries ---------------------------------------------------------------------------
-    def __contains__(self, item: int) -> bool:
+    def __contains__(self, item: object) -> bool:
         return item in self._parent
 
     def __len__(self) -> int:
@@ -217,6 +217,15 @@ class Forest:
     def __iter__(self) -> Iterator[int]:
         return iter(self._parent)
 
+    def items(self) -> ItemsView[int, Root]:
+        """(root, its `Root`) pairs, in no particular order; read only."""
+        return self._roots.items()
+
+    @property
+    def next_order(self) -> int:
+        """The place in the stable order the next new topic takes."""
+        return self._next_order
+
     # -- user actions ----------------------------------------------------------------------
     def drop(self, root: int) -> None:
         self.root(root).dropped = True
@@ -245,16 +254,9 @@ class Forest:
         forest = cls()
         roots = data["roots"]
         assert isinstance(roots, list)
-        for entry in roots:
-            root_id = int(entry["id"])
-            members = [int(m) for m in entry["members"]]
-            forest._roots[root_id] = Root(
-                order=int(entry["order"]),
-                members=members,
-                version=int(entry["version"]),
-                dropped=bool(entry["dropped"]),
-            )
-            for m in members:
-                forest._parent[m] = root_id
-        forest._next_order = int(str(data["next_order"]))
+        forest.update_roots(
+            {int(e["id"]): (int(e["order"]), int(e["version"]), bool(e["dropped"])) for e in roots},
+            {int(e["id"]): (0, [int(m) for m in e["members"]]) for e in roots},
+            int(str(data["next_order"])),
+        )
         return forest

@@ -11,18 +11,23 @@ from __future__ import annotations
 
 import posixpath
 from collections import Counter
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
-from topicforest.engine.embedding import extract, norm_sq
-from topicforest.engine.messages import Message
+from topicforest.engine.centroids import CentroidIndex
+from topicforest.engine.config import WindowConfig
+from topicforest.engine.embedding import Embedder, extract, norm_sq
+from topicforest.engine.forest import Forest
+from topicforest.engine.keylines import KeyLine
+from topicforest.engine.messages import Message, MessageLog
 from topicforest.engine.passages import excerpt, stem
+from topicforest.engine.recall import RecallIndex
+from topicforest.engine.state import Summary
 from topicforest.engine.summarize.base import quote, summary_body
 from topicforest.engine.summarize.extractive import Digest
 from topicforest.engine.tokens import TokenCounter
-
-if TYPE_CHECKING:
-    from topicforest.engine.window import ContextWindow
 
 MESSAGE_OVERHEAD = 4  # tokens a chat API spends per message on role and separators
 MIN_RAW_SHARE = 48
@@ -67,10 +72,52 @@ class RenderedContext:
     topics: list[RenderedTopic] = field(default_factory=list)
     omitted_topics: list[int] = field(default_factory=list)
     hot_message_ids: list[int] = field(default_factory=list)
-    fallback: bool = False
+    fallback: bool = False  # topics exist but none fitted: a flat summary would help
 
     def text(self) -> str:
         return "\n\n".join(m["content"] for m in self.messages)
+
+
+class RenderSource(Protocol):
+    """What render reads of a window (`ContextWindow` is one). Render changes none of it but
+    its own cache, `summary_digests`; what it found out (topics exist but none fitted) it
+    returns (`RenderedContext.fallback`)."""
+
+    @property
+    def config(self) -> WindowConfig: ...
+    @property
+    def count(self) -> TokenCounter: ...
+    @property
+    def exact_count(self) -> TokenCounter | None: ...
+    @property
+    def embedder(self) -> Embedder: ...
+    @property
+    def forest(self) -> Forest: ...
+    @property
+    def index(self) -> CentroidIndex: ...
+    @property
+    def recall(self) -> RecallIndex: ...
+    @property
+    def log(self) -> MessageLog: ...
+    @property
+    def summaries(self) -> Mapping[int, Summary]: ...
+    @property
+    def pinned(self) -> AbstractSet[int]: ...
+    @property
+    def expanded(self) -> AbstractSet[int]: ...
+    @property
+    def pending_terms(self) -> Mapping[int, Counter[str]]: ...
+    @property
+    def fallback_summary(self) -> str | None: ...
+    @property
+    def summary_digests(self) -> dict[tuple[int, ...], Digest]: ...
+
+    def hot_messages(self, thread_id: str) -> list[Message]: ...
+    def title(self, root: int) -> str: ...
+    def is_dirty(self, root: int) -> bool: ...
+    def uncovered(self, root: int) -> list[int]: ...
+    def key_lines(self, root: int) -> list[KeyLine] | None: ...
+    def select_key_lines(self, root: int, room: int, skip: str = "") -> list[KeyLine]: ...
 
 
 def sanitize_line(text: str, limit: int = 120) -> str:
@@ -98,7 +145,7 @@ def quote_message(message: Message) -> str:
 
 
 def render(
-    window: ContextWindow,
+    window: RenderSource,
     *,
     query: str | None = None,
     active_file: str | None = None,
@@ -142,12 +189,10 @@ def render(
     # The flat fallback is for topics that do not fit, not for a hot zone that leaves no room
     # (its summary would not fit either, and it costs a summary of the whole forest).
     fallback = bool(ranked) and not shown and space >= MIN_FALLBACK_ROOM
-    if fallback:
-        window.wants_fallback = True
-        if window.fallback_summary and space > 8:
-            blocks.append(
-                truncate(FALLBACK_HEADER + "\n" + quote(window.fallback_summary), space, count)
-            )
+    if fallback and window.fallback_summary and space > 8:
+        blocks.append(
+            truncate(FALLBACK_HEADER + "\n" + quote(window.fallback_summary), space, count)
+        )
 
     def assemble() -> list[dict[str, str]]:
         memory = [MEMORY_HEADER + "\n\n" + "\n".join(blocks)] if blocks else []
@@ -213,7 +258,7 @@ def _pack_hot(
 
 
 def rank_topics(
-    window: ContextWindow, qvec: Counter[str], active_file: str | None
+    window: RenderSource, qvec: Counter[str], active_file: str | None
 ) -> list[tuple[int, float]]:
     """Live topics, best first, with their relevance: pinned, then relevance, then recency."""
     live = window.forest.live_roots()
@@ -245,7 +290,7 @@ def _file_key(path: str | None) -> str | None:
 
 
 def _topic_block(
-    window: ContextWindow,
+    window: RenderSource,
     root: int,
     qvec: Counter[str],
     space: int,
@@ -322,7 +367,7 @@ def _topic_block(
     return "", (mode, ())
 
 
-def fit_summary(window: ContextWindow, root: int, text: str, room: int) -> str:
+def fit_summary(window: RenderSource, root: int, text: str, room: int) -> str:
     """The summary itself if it fits its share, else its densest sentences and named things.
 
     Cutting every summary to a fair share keeps some of each topic in the render, instead of all
@@ -338,7 +383,7 @@ def fit_summary(window: ContextWindow, root: int, text: str, room: int) -> str:
 
 
 def _digest(
-    window: ContextWindow, root: int, previous: str | None, messages: list[Message], title: str
+    window: RenderSource, root: int, previous: str | None, messages: list[Message], title: str
 ) -> Digest:
     """The window's cached digest of topic `root`'s summary and messages, built on first use;
     the cache stays small. Keyed by what it is made of, so a query that recalls none of these
@@ -361,7 +406,7 @@ class Recalled:
     tokens: int
 
 
-def _recall(window: ContextWindow, qvec: Counter[str], room: int) -> dict[int, list[Recalled]]:
+def _recall(window: RenderSource, qvec: Counter[str], room: int) -> dict[int, list[Recalled]]:
     """The exchanges most relevant to the query, by topic, within `room` tokens.
 
     A question and its answer are found together (the question names what was asked, the
@@ -426,7 +471,7 @@ def _recall(window: ContextWindow, qvec: Counter[str], room: int) -> dict[int, l
 
 
 def _exchange_lines(
-    window: ContextWindow, exchange: list[Message], query_stems: dict[str, float], room: int
+    window: RenderSource, exchange: list[Message], query_stems: dict[str, float], room: int
 ) -> list[tuple[Message, str, int]]:
     """One exchange's messages quoted within `room`: whole when they fit, else each as its
     passages that answer the query (a short question stays whole: it says what was asked)."""
@@ -457,7 +502,7 @@ def _exchange_lines(
 
 
 def _best_members(
-    window: ContextWindow, qvec: Counter[str], candidates: list[int], room: int
+    window: RenderSource, qvec: Counter[str], candidates: list[int], room: int
 ) -> list[int]:
     """Most relevant (then newest) candidate messages that fit in `room`, in original order."""
     if room <= 0 or not candidates:
@@ -489,5 +534,5 @@ def _best_members(
     return sorted(chosen, key=order.__getitem__)
 
 
-def _join(header: str, ids: list[int], window: ContextWindow) -> str:
+def _join(header: str, ids: list[int], window: RenderSource) -> str:
     return "\n".join([header, *(quote_message(m) for m in window.log.get_many(ids))])

@@ -34,6 +34,7 @@ from topicforest.engine.recall import RecallIndex
 from topicforest.engine.recluster import Refiner, Unit
 from topicforest.engine.render import RenderedContext, sanitize_line
 from topicforest.engine.render import render as render_context
+from topicforest.engine.state import Spend, StateDelta, Summary, TopicState, WindowState
 from topicforest.engine.summarize.base import (
     TITLE_PREFIX,
     SummaryRequest,
@@ -53,24 +54,6 @@ SUMMARY_MESSAGE_TOKENS = 400  # a message longer than this is condensed for the 
 MIN_PHRASE_MESSAGES = 2  # a title phrase is said in at least this many messages
 KEY_LINE_CHUNK = 16  # messages read per step while collecting a topic's key lines
 MIN_SUMMARY_TOKENS = 40  # source tokens per summarize call; bigger backlogs take several rounds
-
-
-@dataclass(slots=True)
-class Summary:
-    text: str
-    version: int  # the topic version it was made from
-    covered: set[int]  # member ids it summarizes
-    tokens: int
-    model: str
-
-
-@dataclass(slots=True)
-class Spend:
-    """What summarizing a topic has cost so far."""
-
-    calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -115,6 +98,10 @@ class ContextWindow:
         self.count = count  # fast, used on the hot path
         self.exact_count = exact_count  # the model's tokenizer, if loaded: verifies each render
         self.clock = clock
+        self.reset()
+
+    def reset(self) -> None:
+        """Empty the window, as the constructor left it (same config, log and counters)."""
         self.embedder = Embedder(self.config.max_vocabulary, self.config.workspace_root)
         self.forest = Forest()
         self.index = CentroidIndex(self.embedder)
@@ -133,9 +120,82 @@ class ContextWindow:
         self._uncovered: dict[int, tuple[int, Summary | None, int, list[int]]] = {}
         self.summary_digests: dict[tuple[int, ...], Digest] = {}  # render cuts summaries to fit
         self._last_planted: dict[str, int] = {}  # per thread, the newest graduated message
-        self.wants_fallback = False  # set by render when topics cannot fit; see resolver
+        self.wants_fallback = False  # a render found topics but none fitted; see resolver
         self.refiner = Refiner()  # background re-clustering of recent exchanges
         self._key_lines: dict[int, KeyLineState] = {}  # per topic, collected so far
+
+    # -- persistent state (the contract with a store: see `state`) ---------------------------
+    def state(self) -> WindowState:
+        """A read-only view of what a store keeps (the window's own objects: cheap)."""
+        forest, embedder = self.forest, self.embedder
+        pinned, expanded = self.pinned, self.expanded
+        return WindowState(
+            topics={
+                root: TopicState(
+                    info.order,
+                    info.version,
+                    info.dropped,
+                    root in pinned,
+                    root in expanded,
+                    info.members,
+                )
+                for root, info in forest.items()
+            },
+            centroids=self.index.centroids,
+            summaries=self.summaries,
+            spend=self.spend,
+            pending_terms=self.pending_terms,
+            last_planted=self._last_planted,
+            df=embedder.df,
+            idf=embedder.idf,
+            n_docs=embedder.n_docs,
+            docs_at_epoch=embedder.docs_at_epoch,
+            next_order=forest.next_order,
+            fallback_summary=self.fallback_summary,
+            epoch=embedder.epoch,
+            planted=forest,
+        )
+
+    def take_vocabulary_changes(self) -> set[str] | None:
+        """The terms whose df or IDF changed since the last call (None: maybe all of them)."""
+        return self.embedder.take_changes()
+
+    def apply(self, delta: StateDelta) -> None:
+        """Bring the window up to a stored copy's state (see `StateDelta`)."""
+        new_epoch = False
+        if delta.vocabulary is not None:
+            new_epoch = self.embedder.restore(delta.vocabulary)
+        if delta.forest is not None:
+            part = delta.forest
+            self.forest.update_roots(part.roots, part.grown, part.next_order)
+            self.pinned, self.expanded = part.pinned, part.expanded
+        index = self.index
+        for root in [r for r in index.centroids if not self.forest.is_root(r)]:
+            index.discard(root)
+        idf = self.embedder.idf
+        for root, centroid in delta.centroids.items():
+            if not new_epoch:  # else the index recomputes every norm at the new epoch
+                centroid.norm_sq = norm_sq(centroid.terms, idf)
+            index.put(root, centroid)
+        for root in delta.summaries_gone:
+            del self.summaries[root]
+        self.summaries.update(delta.summaries)
+        for root in delta.spend_gone:
+            del self.spend[root]
+        self.spend.update(delta.spend)
+        if delta.last_planted is not None:
+            self._last_planted = dict(delta.last_planted)
+        for message_id in delta.pending_gone:
+            del self.pending_terms[message_id]
+        self.pending_terms.update(delta.pending_terms)
+        if delta.hot is not None:
+            self.hot.clear()
+            self.hot_tokens.clear()
+            for message in delta.hot:
+                self.push_hot(message)
+        self.fallback_summary = delta.fallback_summary
+        if delta.recall is not None:
+            self.recall = delta.recall
 
     # -- messages --------------------------------------------------------------------------
     def append(
@@ -724,9 +784,12 @@ class ContextWindow:
         thread_id: str | None = None,
         upto: int | None = None,
     ) -> RenderedContext:
-        return render_context(
+        rendered = render_context(
             self, query=query, active_file=active_file, thread_id=thread_id, upto=upto
         )
+        if rendered.fallback:  # topics exist but none fitted: the resolver makes a flat summary
+            self.wants_fallback = True
+        return rendered
 
     def search(self, query: str, limit: int = 10) -> list[tuple[int, float]]:
         vector = self.embedder.embed_query(query)

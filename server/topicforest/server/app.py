@@ -23,7 +23,7 @@ def create_server(
     server = TopicForestServer(workspaces)
     for feature in FEATURES:
         feature.setup(server)
-    warm_up(server.protocol._converter)
+    warm_up(server.protocol.converter)
     server.log_bridge = setup_logging(server, log_level, backlog)
     return server
 

@@ -9,6 +9,7 @@ from collections.abc import Coroutine
 from typing import Any, BinaryIO
 
 import attrs
+import cattrs
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.io_ import StdoutWriter
@@ -49,8 +50,19 @@ class Protocol(LanguageServerProtocol):
             error = attrs.evolve(error, data=None)
         super()._send_response(msg_id, result, error)
 
+    def send_raw(self, message: dict[str, Any]) -> None:
+        """Send a JSON-RPC message built here (an answer to what pygls could not read)."""
+        self._send_data(message)
+
+    @property
+    def converter(self) -> cattrs.Converter:
+        """The converter pygls (un)structures messages with (`jsonrpc.raw_converter`)."""
+        return self._converter
+
 
 class TopicForestServer(LanguageServer):
+    protocol: Protocol  # pygls makes it from `protocol_cls`
+
     def __init__(self, workspaces: Workspaces | None = None) -> None:
         super().__init__(
             SERVER_NAME,
@@ -121,13 +133,13 @@ class TopicForestServer(LanguageServer):
             structured = protocol.structure_message(message)
         except BadMessage as exc:
             log.warning("refused a message: %s", exc)
-            protocol._send_data(exc.reply)
+            protocol.send_raw(exc.reply)
             return
         except JsonRpcException as exc:  # pygls could not read the params
             log.warning("could not read %s: %s", message.get("method"), exc)
             if "id" in message and message.get("method") is not None:
                 reply = error_reply(message["id"], exc.code, exc.message or "invalid params")
-                protocol._send_data(reply)
+                protocol.send_raw(reply)
             return
         try:
             protocol.handle_message(structured)

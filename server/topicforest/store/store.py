@@ -9,6 +9,7 @@ itself is a `Backend`: the embedded SQLite file (default) or a shared PostgreSQL
 
 from __future__ import annotations
 
+import functools
 import getpass
 import logging
 import os
@@ -21,24 +22,23 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, Concatenate, NoReturn, ParamSpec, TypeVar
 
 from topicforest.attachments import AttachmentRef, SentAttachment
 from topicforest.engine.config import WindowConfig
 from topicforest.engine.errors import EngineError
 from topicforest.engine.messages import Message
-from topicforest.engine.summarize.base import SummaryResult
 from topicforest.engine.tokens import TokenCounter, estimate_tokens
-from topicforest.engine.window import ContextWindow, SummaryJob
+from topicforest.engine.window import ContextWindow
 from topicforest.store.backend import Backend, Connection
 from topicforest.store.errors import ForeignThread, StoreError
 from topicforest.store.paths import store_path
 from topicforest.store.sqlite import SqliteBackend
-from topicforest.store.state import MESSAGE_COLUMNS, Mirror, row_to_message
-from topicforest.store.state import _set_meta as set_meta
+from topicforest.store.state import MESSAGE_COLUMNS, Mirror, row_to_message, set_meta
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+P = ParamSpec("P")
 _UNSYNCED: ContextVar[bool] = ContextVar("topicforest_unsynced", default=False)
 TITLE_CHARS = 80
 
@@ -82,7 +82,7 @@ class Store:
         self.window: StoredWindow | None = None
         self.log = SqliteMessageLog(self)
         self.attachments = SqliteAttachmentLog(self)
-        self._lock = threading.RLock()
+        self.lock = threading.RLock()  # held by every use of the connection
         self._depth = 0  # nesting of transaction() and appending()
         self._appending = False  # the open transaction is an append
         self._rev = 0  # the rev the open write transaction writes with
@@ -152,17 +152,17 @@ class Store:
         """The store's window, restored from disk (one per store)."""
         window = StoredWindow(self, config, count=count, clock=clock)
         self.window = window
-        self._read(lambda: self.mirror.load(self.conn, window, full=True))
+        self.read(lambda: self.mirror.load(self.conn, window, full=True))
         return window
 
     def reload(self) -> None:
         """Rebuild the window from the database (after writing rows behind its back)."""
         window = self.window
         if window is not None:
-            self._read(lambda: self.mirror.load(self.conn, window, full=True))
+            self.read(lambda: self.mirror.load(self.conn, window, full=True))
 
     def close(self) -> None:
-        with self._lock, self._sync_lock:  # not while a worker thread flushes
+        with self.lock, self._sync_lock:  # not while a worker thread flushes
             self.backend.close()
 
     # -- durability ----------------------------------------------------------------------------
@@ -207,7 +207,7 @@ class Store:
     @contextmanager
     def transaction(self) -> Iterator[int]:
         """A write transaction (re-entrant) that starts from current state; yields its rev."""
-        with self._lock:
+        with self.lock:
             if self._depth:
                 if self._appending:
                     raise RuntimeError("a write transaction cannot begin inside an append")
@@ -243,7 +243,7 @@ class Store:
         The new rows carry the rev this process last loaded; other processes notice them by the
         append counter (`Mirror.appends`), not by their rev.
         """
-        with self._lock:
+        with self.lock:
             if self._depth:
                 yield from self._joined()
                 return
@@ -313,13 +313,13 @@ class Store:
         # changed memory that is now not on disk, so memory is rebuilt from disk.
         if window is not None and not isinstance(exc, EngineError):
             try:
-                self._read(lambda: self.mirror.load(self.conn, window, full=True))
+                self.read(lambda: self.mirror.load(self.conn, window, full=True))
             except Exception:  # damaged pages, a closed connection: not the error to report
                 self.mirror.rev = -1  # retried by the next transaction or refresh
 
-    def _read(self, fn: Callable[[], T]) -> T:
+    def read(self, fn: Callable[[], T]) -> T:
         """Run `fn` on one consistent snapshot of the database."""
-        with self._lock:
+        with self.lock:
             if self._depth:  # inside a transaction, which translates its errors
                 return fn()
             try:
@@ -335,7 +335,7 @@ class Store:
     def rows(self, sql: str, params: Sequence[object] = ()) -> list[Any]:
         """The rows of one read statement: in the open transaction, else by itself (on
         PostgreSQL a round trip instead of three, which a chat turn's render may pay)."""
-        with self._lock:
+        with self.lock:
             if self._depth:  # inside a transaction, which translates its errors
                 return list(self.conn.execute(sql, params).fetchall())
             try:
@@ -352,7 +352,7 @@ class Store:
     # -- other processes -------------------------------------------------------------------
     def changed_elsewhere(self) -> bool:
         """Whether another connection committed since we last looked (cheap)."""
-        with self._lock:
+        with self.lock:
             try:
                 return self.backend.changed_elsewhere(self.mirror.rev, self.mirror.appends)
             except self.backend.errors as exc:
@@ -364,7 +364,7 @@ class Store:
         window = self.window
         if window is None or not self.changed_elsewhere():
             return False
-        return self._read(lambda: self.mirror.load(self.conn, window))
+        return self.read(lambda: self.mirror.load(self.conn, window))
 
     # -- queries -----------------------------------------------------------------------------
     def meta(self, key: str) -> object:
@@ -451,7 +451,7 @@ class Store:
         return bool(self.rows(query)[0][0])
 
     def integrity_ok(self) -> bool:
-        return self._read(self.backend.integrity_ok)
+        return self.read(self.backend.integrity_ok)
 
 
 class SqliteMessageLog:
@@ -518,7 +518,7 @@ class SqliteMessageLog:
                 else:
                     conn.execute("DELETE FROM threads WHERE thread_id = ?", (thread,))
             store.touch()
-        with store._lock:
+        with store.lock:
             for message_id in ids:
                 self._cache.pop(message_id, None)
                 store.mirror.placement.pop(message_id, None)
@@ -526,7 +526,7 @@ class SqliteMessageLog:
     def keep(self, message: Message) -> None:
         """Cache a message this process holds already (appended here, or read with a hot zone
         another window appended to): a render that recalls it later need not read it."""
-        with self._store._lock:
+        with self._store.lock:
             self._cache[message.id] = message
             self._trim()
 
@@ -534,7 +534,7 @@ class SqliteMessageLog:
         return self.get_many([message_id])[0]
 
     def get_many(self, message_ids: Iterable[int]) -> list[Message]:
-        with self._store._lock:  # the cache is shared with worker threads
+        with self._store.lock:  # the cache is shared with worker threads
             return self._get_many(list(message_ids))
 
     def _get_many(self, ids: list[int]) -> list[Message]:
@@ -634,6 +634,19 @@ def _row_ref(row: Sequence[Any]) -> AttachmentRef:
     return AttachmentRef(kind, path, span, language, sha256, tokens, bool(truncated))
 
 
+def _transaction(
+    verb: Callable[Concatenate[ContextWindow, P], T],
+) -> Callable[Concatenate[StoredWindow, P], T]:
+    """`verb` of a `StoredWindow`, in one store transaction (see the module docstring)."""
+
+    @functools.wraps(verb)
+    def run(window: StoredWindow, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        with window.store.transaction():
+            return verb(window, *args, **kwargs)
+
+    return run
+
+
 class StoredWindow(ContextWindow):
     """A ContextWindow whose every change is one store transaction (see the module docstring).
 
@@ -678,44 +691,14 @@ class StoredWindow(ContextWindow):
             self.store.count_deletion()
             return changed
 
-    def graduate(self, thread_id: str | None = None) -> list[Message]:
-        with self.store.transaction():
-            return super().graduate(thread_id)
-
-    def flush_thread(self, thread_id: str) -> list[Message]:
-        with self.store.transaction():
-            return super().flush_thread(thread_id)
-
-    def drop(self, topic_id: int) -> None:
-        with self.store.transaction():
-            super().drop(topic_id)
-
-    def restore(self, topic_id: int) -> None:
-        with self.store.transaction():
-            super().restore(topic_id)
-
-    def pin(self, topic_id: int, pinned: bool = True) -> None:
-        with self.store.transaction():
-            super().pin(topic_id, pinned)
-
-    def expand(self, topic_id: int) -> list[Message]:
-        with self.store.transaction():
-            return super().expand(topic_id)
-
-    def collapse(self, topic_id: int) -> None:
-        with self.store.transaction():
-            super().collapse(topic_id)
-
-    def summary_jobs(
-        self, target_tokens: int | None = None, *, force: bool = False, idle: bool = False
-    ) -> list[SummaryJob]:
-        with self.store.transaction():
-            return super().summary_jobs(target_tokens, force=force, idle=idle)
-
-    def apply_summary(self, job: SummaryJob, result: SummaryResult) -> bool:
-        with self.store.transaction():
-            return super().apply_summary(job, result)
-
-    def refine(self, budget_seconds: float = 0.05, *, settle: bool = False) -> set[int]:
-        with self.store.transaction():
-            return super().refine(budget_seconds, settle=settle)
+    # Each engine verb that changes persisted state runs as one transaction.
+    graduate = _transaction(ContextWindow.graduate)
+    flush_thread = _transaction(ContextWindow.flush_thread)
+    drop = _transaction(ContextWindow.drop)
+    restore = _transaction(ContextWindow.restore)
+    pin = _transaction(ContextWindow.pin)
+    expand = _transaction(ContextWindow.expand)
+    collapse = _transaction(ContextWindow.collapse)
+    summary_jobs = _transaction(ContextWindow.summary_jobs)  # a merge may renew a version
+    apply_summary = _transaction(ContextWindow.apply_summary)
+    refine = _transaction(ContextWindow.refine)

@@ -30,7 +30,7 @@ def export_memory(store: Store) -> dict[str, Any]:
             tables[table] = {"columns": [c[0] for c in cursor.description], "rows": rows}
         return tables
 
-    return {"format": FORMAT, "schema": SCHEMA_VERSION, "tables": store._read(dump)}
+    return {"format": FORMAT, "schema": SCHEMA_VERSION, "tables": store.read(dump)}
 
 
 def import_memory(store: Store, data: object) -> int:
@@ -85,7 +85,7 @@ def fork_memory(source: Store, target_path: Path, workspace: str | None = None) 
         target.close()
         raise StoreError(f"{target_path} already holds a memory; fork into a new place")
     try:
-        with source._lock:
+        with source.lock:
             source.sqlite.backup(target.sqlite)
         with target.transaction():
             target.conn.execute(
