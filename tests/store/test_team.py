@@ -17,18 +17,14 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from pytest_lsp import ClientServerConfig
 
-from topicforest.store import Store
-from topicforest.store.postgres import PostgresBackend
 from topicforest.testing.postgres import TempPostgres, wait_until_reachable
 from topicforest.testing.stub_llm import ThreadedStubLLM
 
-from ..server.conftest import SERVER, SERVER_ENV, Client, make_client, start
-from .test_cross_window import chat_turns, pid, settled_topics, until, worker_ready
+from ..server.conftest import Client
+from .test_cross_window import Windows, chat_turns, pid, settled_topics, until
 
 REMOTES = ("git@github.com:example/shop.git", "https://github.com/example/shop")
-IDENTITY = "github.com/example/shop"
 
 
 @pytest.fixture
@@ -44,49 +40,23 @@ def clone(folder: Path, remote: str) -> Path:
     return folder
 
 
-class Team:
-    """Editor windows (server processes) on clones of one repository, sharing one database."""
+class Team(Windows):
+    """Editor windows (server processes) on clones of one repository, sharing one database;
+    `store()` opens the memory from a clone of its own, as a teammate's process would."""
 
     def __init__(self, tmp_path: Path, stub: ThreadedStubLLM, url: str) -> None:
-        self.tmp_path = tmp_path
-        self.stub = stub
-        self.url = url
-        self.clients: list[Client] = []
+        super().__init__(clone(tmp_path / "observer", REMOTES[0]), stub, url)
 
-    async def open(self, name: str, user: str = "ann", remote: str = REMOTES[0]) -> Client:
-        folder = clone(self.tmp_path / f"clone-{name}", remote)
-        config = ClientServerConfig(
-            server_command=SERVER, client_factory=make_client, server_env=SERVER_ENV
-        )
-        client: Client = await config.start()  # type: ignore[assignment]
-        settings = {
-            "chatModel": "openai/stub-chat",
-            "summaryModels": [f"openai/summary-{name}"],
-            "apiBase": self.stub.base_url,
-            "historyBudget": 512,
-            "storeUrl": self.url,
-            "user": user,
-        }
-        await start(client, folder, settings)
-        self.clients.append(client)
-        await worker_ready(client)
-        return client
-
-    def store(self, user: str = "observer") -> Store:
-        return Store(PostgresBackend(self.url, IDENTITY), user=user)
-
-    def maintainer_pid(self) -> int | None:
-        store = self.store()
-        try:
-            return store.lease.holder_pid()
-        finally:
-            store.close()
-
-    async def close(self) -> None:
-        clients, self.clients = self.clients, []
-        for client in clients:
-            if client._server is not None and client._server.returncode is None:
-                await client.shutdown_session()
+    async def open(
+        self,
+        name: str,
+        *,
+        folder: Path | None = None,
+        user: str | None = "ann",
+        remote: str = REMOTES[0],
+    ) -> Client:
+        folder = folder or clone(self.folder.parent / f"clone-{name}", remote)
+        return await super().open(name, folder=folder, user=user)
 
 
 @pytest.fixture
