@@ -16,3 +16,8 @@ class ForeignThread(Exception):
             "delete it"
         )
         self.thread_id = thread_id
+
+
+class StoreUnreachable(StoreError):
+    """The memory's database cannot be reached now (its server down, a network cut): unlike a
+    damaged or foreign memory, trying again later may succeed."""
