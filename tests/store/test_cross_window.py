@@ -347,3 +347,20 @@ async def test_a_thread_deleted_in_one_window_is_gone_in_the_other(windows: Wind
         assert {m["threadId"] for m in preview["messages"]} == {"keep"}
     rendered = await a.call("renderContext", {"query": "zebrafish", "threadId": "keep"})
     assert "zebrafish" not in "\n".join(m["content"] for m in rendered["messages"])
+
+
+async def test_a_chat_turn_into_another_persons_thread_is_refused(windows: Windows) -> None:
+    ann = windows.store(user="ann")
+    question = ann.open_window().append("ann-1", "user", "Where is create_invoice?")
+    ann.close()
+    bob = await windows.open("b", user="bob")
+    for turn in ({"message": "Mine now?"}, {"message": "Again?", "retryOf": question.id}):
+        error = await bob.rpc_error("chat", {"threadId": "ann-1", "turnId": "t", **turn})
+        assert error.code == -32602 and error.data == {"field": "threadId"}
+        assert "'ann-1' belongs to another person" in str(error)
+    assert windows.stub.calls("chat") == []  # refused before anything was sent
+    await chat_turns(bob, "bob-1", 1)  # his own thread works
+    store = windows.store(user="ann")
+    history = [m.content for m in store.thread_history("ann-1")]
+    store.close()
+    assert history == ["Where is create_invoice?"]
