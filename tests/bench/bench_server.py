@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from topicforest.server.stdio_client import SERVE, RpcError, StdioClient
 from topicforest.testing.stub_llm import ThreadedStubLLM
@@ -58,7 +58,10 @@ def sample_texts() -> list[str]:
 
 
 TEXTS = sample_texts()
-TURN_LOG = re.compile(r"turn (\S+): ([0-9.]+) ms from receipt to the first byte sent at ([0-9.]+)")
+TURN_LOG = re.compile(
+    r"turn (\S+): ([0-9.]+) ms from receipt to the first byte sent at ([0-9.]+)"
+    r" \(append ([0-9.]+) ms, render ([0-9.]+) ms, send ([0-9.]+) ms; on CPU ([0-9.]+) ms\)"
+)
 SERVE_DEBUG = [*SERVE, "--log-level", "DEBUG"]
 PAUSE = 0.25  # seconds between turns in the paced run: a reply read, a question typed (at least)
 
@@ -86,16 +89,28 @@ def warmed_up(client: StdioClient, timeout: float = 60.0) -> None:
         time.sleep(0.05)
 
 
-def server_log(client: StdioClient, prefix: str, first: int) -> dict[str, tuple[float, float]]:
-    """Per turn the server logged (window/logMessage, DEBUG) from notification `first` on:
-    seconds from the handler receiving it to the request's first byte written, and the
-    wall-clock time of that byte."""
+class LoggedTurn(NamedTuple):
+    """One turn as the server logged it: seconds from the handler receiving it to the request's
+    first byte written, the wall-clock time of that byte, and the seconds of its parts."""
+
+    seconds: float
+    sent_at: float
+    append: float
+    render: float
+    send: float
+    on_cpu: float  # the event loop's thread on a CPU meanwhile (far below `seconds`: waiting)
+
+
+def server_log(client: StdioClient, prefix: str, first: int) -> dict[str, LoggedTurn]:
+    """Per turn the server logged (window/logMessage, DEBUG) from notification `first` on."""
     out = {}
     for method, params in client.notifications[first:]:
         if method == "window/logMessage":
             found = TURN_LOG.search(params["message"])
             if found and found.group(1).startswith(prefix):
-                out[found.group(1)] = (float(found.group(2)) / 1000, float(found.group(3)))
+                total, sent_at, *parts = (float(g) for g in found.groups()[1:])
+                seconds = [x / 1000 for x in (total, *parts)]  # logged in milliseconds
+                out[found.group(1)] = LoggedTurn(seconds[0], sent_at, *seconds[1:])
     return out
 
 

@@ -15,12 +15,14 @@ Skips (exit 0, saying why) when PostgreSQL or psycopg is not available.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,28 +42,31 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def settings(url: str, stub: ThreadedStubLLM, user: str) -> dict[str, Any]:
+Store = dict[str, str]  # the settings that choose the memory's store
+
+
+def settings(store: Store, stub: ThreadedStubLLM, user: str) -> dict[str, Any]:
     return {
         "chatModel": "openai/stub-chat",
         "apiBase": stub.base_url,
         "historyBudget": 512,
-        "storeUrl": url,
         "user": user,
+        **store,
     }
 
 
-def open_window(folder: Path, url: str, stub: ThreadedStubLLM, user: str) -> StdioClient:
+def open_window(folder: Path, store: Store, stub: ThreadedStubLLM, user: str) -> StdioClient:
     client = StdioClient(SERVE_DEBUG, env=stub.env)
-    client.initialize([folder], settings(url, stub, user))
+    client.initialize([folder], settings(store, stub, user))
     return client
 
 
-def first_list(folder: Path, url: str, stub: ThreadedStubLLM) -> float:
+def first_list(folder: Path, store: Store, stub: ThreadedStubLLM) -> float:
     """Seconds from spawning a server to its first listTopics answer."""
     start = time.perf_counter()
     client = StdioClient(env=stub.env)
     try:
-        client.initialize([folder], settings(url, stub, "newcomer"))
+        client.initialize([folder], settings(store, stub, "newcomer"))
         client.request(P + "listTopics", {})
         return time.perf_counter() - start
     finally:
@@ -109,13 +114,17 @@ def notification_latency(clients: list[StdioClient], rounds: int) -> tuple[list[
     return latencies, missed
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--messages", type=int, default=4000)
-    parser.add_argument("--full", action="store_true", help="100,000 messages (an hour or more)")
-    parser.add_argument("--turns", type=int, default=100, help="critical-path turns per window")
-    args = parser.parse_args()
-    total = 100_000 if args.full else args.messages
+@contextlib.contextmanager
+def team_store(kind: str, tmp: Path) -> Iterator[tuple[Store, Callable[[], int]] | None]:
+    """The settings that put the 4 windows' memory on `kind`, and its size in bytes; None
+    (after saying why) when PostgreSQL cannot run here."""
+    if kind == "sqlite":  # the same 4 windows on one machine, sharing the workspace's file
+        directory = tmp / "memories"
+        yield (
+            {"storePath": str(directory)},
+            lambda: sum(f.stat().st_size for f in directory.rglob("*") if f.is_file()),
+        )
+        return
     try:
         import psycopg
 
@@ -124,64 +133,110 @@ def main() -> int:
         server = TempPostgres().start()
     except (ImportError, Unavailable) as exc:
         print(f"skipped: PostgreSQL is not available here ({exc})")
-        return 0
+        yield None
+        return
     try:
         url = server.create_database("bench")
-        with tempfile.TemporaryDirectory() as tmp, ThreadedStubLLM(chunks=2) as stub:
-            folder = Path(tmp) / "shop"
-            folder.mkdir()
-            subprocess.run(["git", "-C", str(folder), "init", "-q"], check=True)
-            subprocess.run(
-                ["git", "-C", str(folder), "remote", "add", "origin", REMOTE], check=True
-            )
-            clients = [open_window(folder, url, stub, f"dev{k}") for k in range(WRITERS)]
-            try:
-                started = time.perf_counter()
-                concurrently(clients, lambda k, c: fill(c, total // WRITERS, batch=8))
-                took = time.perf_counter() - started
-                print(f"fill: {total} messages by {WRITERS} servers in {took:.0f} s "
-                      f"({total / took:.0f} messages/s)")  # fmt: skip
 
-                first = [len(c.notifications) for c in clients]
+        def size() -> int:
+            with psycopg.connect(url) as conn:
+                row = conn.execute("SELECT pg_database_size(current_database())").fetchone()
+            assert row is not None
+            return int(row[0])
 
-                def turns(k: int, client: StdioClient) -> None:
-                    for i in range(args.turns):
-                        params = {"threadId": f"crit-{k}", "turnId": f"c{k}-{i}",
-                                  "message": message(i)}  # fmt: skip
-                        client.request(P + "chat", params)
-
-                concurrently(clients, turns)
-                inside = [
-                    seconds
-                    for k, c in enumerate(clients)
-                    for seconds, _ in server_log(c, f"c{k}-", first[k]).values()
-                ]
-                print(f"chat critical path in the server, {WRITERS} windows chatting at once, "
-                      f"{len(inside)} turns: {ms(inside, 50, 99)}")  # fmt: skip
-
-                opens = [first_list(folder, url, stub) for _ in range(5)]
-                print(
-                    f"window open -> first listTopics at {total} messages: median "
-                    f"{1000 * statistics.median(opens):.0f} ms, max {1000 * max(opens):.0f} ms"
-                )
-
-                latency, missed = notification_latency(clients, 30)
-                print(f"drop in one window -> topicsChanged in the {WRITERS - 1} others: "
-                      f"{ms(latency, 50, 95)}, max {1000 * max(latency):.0f} ms, "
-                      f"{missed} not heard within 10 s")  # fmt: skip
-
-                rss = [rss_mb(c.process.pid) for c in clients]
-                print("RSS per server process: " + ", ".join(f"{r:.0f} MB" for r in rss))
-                with psycopg.connect(url) as conn:
-                    size = conn.execute("SELECT pg_database_size(current_database())").fetchone()
-                assert size is not None
-                print(f"database size: {size[0] / 2**20:.1f} MB for {total} messages")
-            finally:
-                for client in clients:
-                    client.close()
+        yield {"storeUrl": url}, size
     finally:
         server.stop()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=4000)
+    parser.add_argument("--full", action="store_true", help="100,000 messages (an hour or more)")
+    parser.add_argument("--turns", type=int, default=100, help="critical-path turns per window")
+    parser.add_argument(
+        "--store", choices=("postgresql", "sqlite"), default="postgresql",
+        help="sqlite: the same four windows on one machine's SQLite file, for comparison",
+    )  # fmt: skip
+    args = parser.parse_args()
+    total = 100_000 if args.full else args.messages
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        team_store(args.store, Path(tmp)) as chosen,
+        ThreadedStubLLM(chunks=2) as stub,
+    ):
+        if chosen is None:
+            return 0
+        store, size = chosen
+        print(f"store: {args.store}")
+        folder = Path(tmp) / "shop"
+        folder.mkdir()
+        subprocess.run(["git", "-C", str(folder), "init", "-q"], check=True)
+        subprocess.run(["git", "-C", str(folder), "remote", "add", "origin", REMOTE], check=True)
+        clients = [open_window(folder, store, stub, f"dev{k}") for k in range(WRITERS)]
+        try:
+            measure(clients, folder, store, stub, total, args.turns)
+            print(f"database size: {size() / 2**20:.1f} MB for {total} messages")
+        finally:
+            for client in clients:
+                client.close()
     return 0
+
+
+def measure(
+    clients: list[StdioClient], folder: Path, store: Store, stub: ThreadedStubLLM, total: int,
+    turns_each: int,
+) -> None:  # fmt: skip
+    started = time.perf_counter()
+    concurrently(clients, lambda k, c: fill(c, total // WRITERS, batch=8))
+    took = time.perf_counter() - started
+    print(f"fill: {total} messages by {WRITERS} servers in {took:.0f} s "
+          f"({total / took:.0f} messages/s)")  # fmt: skip
+
+    def chatting(who: list[int], label: str) -> None:
+        """Each window in `who` chats `turns_each` turns back to back, all at once; prints the
+        critical path its server logged and where it went."""
+        first = [len(c.notifications) for c in clients]
+
+        def turns(k: int, client: StdioClient) -> None:
+            if k in who:
+                for i in range(turns_each):
+                    params = {"threadId": f"crit-{k}", "turnId": f"{label}{k}-{i}",
+                              "message": message(i)}  # fmt: skip
+                    client.request(P + "chat", params)
+
+        concurrently(clients, turns)
+        logged = [
+            turn
+            for k, c in enumerate(clients)
+            for turn in server_log(c, f"{label}{k}-", first[k]).values()
+        ]
+        inside = [t.seconds for t in logged]
+        print(f"chat critical path in the server, {len(who)} of the {WRITERS} windows chatting "
+              f"at once, {len(inside)} turns: {ms(inside, 50, 99)}")  # fmt: skip
+        for part in ("append", "render", "send", "on_cpu"):
+            print(f"  {part}: {ms([getattr(t, part) for t in logged], 50, 99)}")
+        slowest = sorted(logged, reverse=True)[: max(1, len(logged) // 50)]
+        print("  the slowest 2% (total = append + render + send; on CPU), ms: " + "; ".join(
+            f"{1000 * t.seconds:.0f} = {1000 * t.append:.0f} + {1000 * t.render:.0f}"
+            f" + {1000 * t.send:.0f}; {1000 * t.on_cpu:.0f}" for t in slowest))  # fmt: skip
+
+    chatting(list(range(WRITERS)), "c")
+    chatting([1], "s")  # not the maintainer: the three others load each of its commits
+
+    opens = [first_list(folder, store, stub) for _ in range(5)]
+    print(
+        f"window open -> first listTopics at {total} messages: median "
+        f"{1000 * statistics.median(opens):.0f} ms, max {1000 * max(opens):.0f} ms"
+    )
+
+    latency, missed = notification_latency(clients, 30)
+    print(f"drop in one window -> topicsChanged in the {WRITERS - 1} others: "
+          f"{ms(latency, 50, 95)}, max {1000 * max(latency):.0f} ms, "
+          f"{missed} not heard within 10 s")  # fmt: skip
+
+    rss = [rss_mb(c.process.pid) for c in clients]
+    print("RSS per server process: " + ", ".join(f"{r:.0f} MB" for r in rss))
 
 
 if __name__ == "__main__":

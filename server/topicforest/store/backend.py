@@ -115,6 +115,11 @@ class Backend(abc.ABC):
     def begin_read(self) -> None:
         """Begin a read transaction on one consistent snapshot."""
 
+    def statement_conn(self) -> Connection:
+        """Outside a transaction: the connection to run one statement on by itself (one
+        statement sees one snapshot; no BEGIN and COMMIT round trips around it)."""
+        return self.conn
+
     def before_commit(self, rev: int) -> None:  # noqa: B027 - optional: SQLite has nothing to do
         """The transaction wrote rows tagged `rev` (tell other processes, if the database can)."""
 

@@ -1,7 +1,8 @@
 """The embedded backend: one SQLite file per workspace folder on this machine (the default).
 
 Writers serialize on SQLite's write lock (`BEGIN IMMEDIATE`); a commit reaches the OS at once
-(`synchronous=NORMAL`) and `flush` fsyncs the WAL before a change is acknowledged. Other
+(`synchronous=NORMAL`) and `flush` fsyncs the WAL before a change is acknowledged. The WAL is
+copied into the database file by a `Checkpointer` thread, never inside a commit. Other
 processes' commits are noticed through `PRAGMA data_version` after a file event (watchfiles on
 the store's directory) or a 1 s fallback poll. The lease is an flock on `<file>.lease`.
 """
@@ -31,6 +32,10 @@ log = logging.getLogger(__name__)
 DEBOUNCE_MS = 150  # upper bound on batching a burst of commits
 STEP_MS = 20  # quiet time that ends a batch
 POLL_MS = 1000  # the fallback check when the file system sends no events (e.g. NFS)
+CHECKPOINT_SECONDS = 1.0  # at most one checkpoint a second, after commits
+# A WAL this long (4 KiB pages: 64 MiB) under writes that never pause long enough for a passive
+# checkpoint to finish is restarted, blocking writers once, so the file cannot grow forever.
+RESTART_FRAMES = 16384
 
 
 class SqliteDialect(Dialect):
@@ -66,6 +71,8 @@ class SqliteBackend(Backend):
         self.path = Path(path)
         self.max_pages = max_pages
         self._conn = connect(self.path, max_pages=max_pages)
+        self._conn.execute("PRAGMA wal_autocheckpoint = 0")  # see Checkpointer
+        self.checkpointer = Checkpointer(self.path)
         self._identity = _identity(self.path)  # the file this connection opened
         self.lease = Lease(self.path.with_name(self.path.name + ".lease"))
         self._data_version = self._pragma("data_version")
@@ -127,6 +134,7 @@ class SqliteBackend(Backend):
     def flush(self) -> None:
         with self._fd_lock:
             self._fsync_wal()
+        self.checkpointer.poke()
 
     def _fsync_wal(self) -> None:
         try:
@@ -169,6 +177,7 @@ class SqliteBackend(Backend):
         return bool(self._conn.execute("PRAGMA quick_check").fetchone()[0] == "ok")
 
     def close(self) -> None:
+        self.checkpointer.close()
         with self._fd_lock:
             self.lease.release()
             self._conn.close()
@@ -235,3 +244,50 @@ def _fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+class Checkpointer:
+    """Copies the WAL into the database file in a thread of its own, at most once a second,
+    after a flush pokes it. SQLite would otherwise checkpoint inside whichever commit took the
+    WAL past 1,000 pages, fsyncing twice there: 10-30 ms added to a random commit, a chat
+    turn's append among them. A passive checkpoint never waits for, nor holds up, a writer."""
+
+    def __init__(self, path: Path) -> None:
+        self._uri = f"{path.resolve().as_uri()}?mode=rw"  # never creates a deleted file again
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="sqlite-checkpoint", daemon=True)
+        self._thread.start()
+
+    def poke(self) -> None:
+        self._wake.set()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while self._wake.wait() and not self._stop.is_set():
+            self._wake.clear()
+            self.checkpoint()
+            self._stop.wait(CHECKPOINT_SECONDS)
+
+    def checkpoint(self) -> tuple[int, int]:
+        """One passive checkpoint (a restart if the WAL is too long): (frames in the WAL,
+        frames copied); (-1, -1) if it could not run (logged)."""
+        try:
+            conn = sqlite3.connect(self._uri, uri=True, isolation_level=None, timeout=10.0)
+        except sqlite3.Error as exc:
+            log.warning("cannot checkpoint the memory database: %s", exc)
+            return -1, -1
+        try:
+            _busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()[0]
+            if frames > RESTART_FRAMES and copied < frames:
+                _busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()[0]
+            return int(frames), int(copied)
+        except sqlite3.Error as exc:
+            log.warning("cannot checkpoint the memory database: %s", exc)
+            return -1, -1
+        finally:
+            conn.close()

@@ -333,6 +333,23 @@ class Store:
                 self.backend.rollback()
                 raise StoreError(self.backend.describe(exc)) from exc
 
+    def rows(self, sql: str, params: Sequence[object] = ()) -> list[Any]:
+        """The rows of one read statement: in the open transaction, else by itself (on
+        PostgreSQL a round trip instead of three, which a chat turn's render may pay)."""
+        with self._lock:
+            if self._depth:  # inside a transaction, which translates its errors
+                return list(self.conn.execute(sql, params).fetchall())
+            try:
+                return list(self.backend.statement_conn().execute(sql, params).fetchall())
+            except self.backend.errors as exc:
+                self.backend.rollback()
+                raise StoreError(self.backend.describe(exc)) from exc
+
+    def row(self, sql: str, params: Sequence[object] = ()) -> Any | None:
+        """The first row of one read statement (see `rows`), None if there is none."""
+        found = self.rows(sql, params)
+        return found[0] if found else None
+
     # -- other processes -------------------------------------------------------------------
     def changed_elsewhere(self) -> bool:
         """Whether another connection committed since we last looked (cheap)."""
@@ -352,9 +369,7 @@ class Store:
 
     # -- queries -----------------------------------------------------------------------------
     def meta(self, key: str) -> object:
-        row = self._read(
-            lambda: self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        )
+        row = self.row("SELECT value FROM meta WHERE key = ?", (key,))
         return row[0] if row else None
 
     def meta_int(self, key: str) -> int:
@@ -363,12 +378,10 @@ class Store:
 
     def threads(self) -> list[ThreadRow]:
         """This user's threads, newest first."""
-        rows = self._read(
-            lambda: self.conn.execute(
-                "SELECT thread_id, message_count, last_time, title FROM threads"
-                " WHERE owner IN (?, '') ORDER BY last_time DESC",
-                (self.user,),
-            ).fetchall()
+        rows = self.rows(
+            "SELECT thread_id, message_count, last_time, title FROM threads"
+            " WHERE owner IN (?, '') ORDER BY last_time DESC",
+            (self.user,),
         )
         return [ThreadRow(*row) for row in rows]
 
@@ -382,18 +395,13 @@ class Store:
         params: tuple[object, ...] = (thread_id, thread_id, self.user)
         if limit is not None:
             query, params = query + " LIMIT ?", (*params, limit)
-        rows = self._read(lambda: self.conn.execute(query, params).fetchall())
-        return [row_to_message(row) for row in reversed(rows)]
+        return [row_to_message(row) for row in reversed(self.rows(query, params))]
 
     def thread_message_ids(self, thread_id: str) -> list[int]:
         """The message ids of a thread this user may delete; ForeignThread if another
         person owns it."""
         self.check_owner(thread_id)
-        rows = self._read(
-            lambda: self.conn.execute(
-                "SELECT id FROM messages WHERE thread_id = ? ORDER BY id", (thread_id,)
-            ).fetchall()
-        )
+        rows = self.rows("SELECT id FROM messages WHERE thread_id = ? ORDER BY id", (thread_id,))
         return [row[0] for row in rows]
 
     def check_owner(self, thread_id: str) -> None:
@@ -402,21 +410,15 @@ class Store:
         transaction that changes it is enough, and a thread found to be ours stays ours."""
         if thread_id in self._owned:
             return
-        row = self._read(
-            lambda: self.conn.execute(
-                "SELECT owner FROM threads WHERE thread_id = ?", (thread_id,)
-            ).fetchone()
-        )
+        row = self.row("SELECT owner FROM threads WHERE thread_id = ?", (thread_id,))
         if row is not None and row[0] not in (self.user, ""):
             raise ForeignThread(thread_id)
         if row is not None:
             self._owned.add(thread_id)
 
     def last_user_message(self, thread_id: str) -> int | None:
-        row = self._read(
-            lambda: self.conn.execute(
-                "SELECT max(id) FROM messages WHERE thread_id = ? AND role = 'user'", (thread_id,)
-            ).fetchone()
+        row = self.row(
+            "SELECT max(id) FROM messages WHERE thread_id = ? AND role = 'user'", (thread_id,)
         )
         return row[0] if row else None
 
@@ -446,20 +448,12 @@ class Store:
             self.touch()
 
     def message_count(self) -> int:
-        return int(
-            self._read(lambda: self.conn.execute("SELECT count(*) FROM messages").fetchone()[0])
-        )
+        return int(self.rows("SELECT count(*) FROM messages")[0][0])
 
     def is_empty(self) -> bool:
         """Whether the store remembers nothing yet (no messages, no topics)."""
-        return bool(
-            self._read(
-                lambda: self.conn.execute(
-                    "SELECT NOT EXISTS (SELECT 1 FROM messages)"
-                    " AND NOT EXISTS (SELECT 1 FROM roots)"
-                ).fetchone()[0]
-            )
-        )
+        query = "SELECT NOT EXISTS (SELECT 1 FROM messages) AND NOT EXISTS (SELECT 1 FROM roots)"
+        return bool(self.rows(query)[0][0])
 
     def integrity_ok(self) -> bool:
         return self._read(self.backend.integrity_ok)
@@ -535,6 +529,13 @@ class SqliteMessageLog:
                 self._cache.pop(message_id, None)
                 store.mirror.placement.pop(message_id, None)
 
+    def keep(self, message: Message) -> None:
+        """Cache a message this process holds already (appended here, or read with a hot zone
+        another window appended to): a render that recalls it later need not read it."""
+        with self._store._lock:
+            self._cache[message.id] = message
+            self._trim()
+
     def get(self, message_id: int) -> Message:
         return self.get_many([message_id])[0]
 
@@ -547,11 +548,9 @@ class SqliteMessageLog:
         dialect = self._store.backend.dialect
         missing = [i for i in ids if i not in cache]
         if missing:
-            rows = self._store._read(
-                lambda: self._store.conn.execute(
-                    f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id {dialect.ids_clause}",
-                    (dialect.ids_param(missing),),
-                ).fetchall()
+            rows = self._store.rows(
+                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id {dialect.ids_clause}",
+                (dialect.ids_param(missing),),
             )
             for row in rows:
                 cache[row[0]] = row_to_message(row)
@@ -561,9 +560,12 @@ class SqliteMessageLog:
             raise KeyError(f"message {exc.args[0]} is not in the store") from None
         for i in ids:
             cache.move_to_end(i)
-        while len(cache) > self.CACHE_SIZE:
-            cache.popitem(last=False)
+        self._trim()
         return found
+
+    def _trim(self) -> None:
+        while len(self._cache) > self.CACHE_SIZE:
+            self._cache.popitem(last=False)
 
     def __len__(self) -> int:
         return self._store.message_count()
@@ -602,12 +604,10 @@ class SqliteAttachmentLog:
 
     def refs(self, message_ids: Iterable[int]) -> dict[int, list[AttachmentRef]]:
         where, param = _in_ids(self._store, _ids(message_ids))
-        rows = self._store._read(
-            lambda: self._store.conn.execute(
-                f"SELECT message_id, {self.COLUMNS} FROM attachments WHERE message_id {where}"
-                " ORDER BY message_id, position",
-                (param,),
-            ).fetchall()
+        rows = self._store.rows(
+            f"SELECT message_id, {self.COLUMNS} FROM attachments WHERE message_id {where}"
+            " ORDER BY message_id, position",
+            (param,),
         )
         out: dict[int, list[AttachmentRef]] = {}
         for row in rows:
@@ -615,12 +615,9 @@ class SqliteAttachmentLog:
         return out
 
     def sent(self, message_id: int) -> list[SentAttachment]:
-        rows = self._store._read(
-            lambda: self._store.conn.execute(
-                f"SELECT {self.COLUMNS}, text FROM attachments WHERE message_id = ?"
-                " ORDER BY position",
-                (message_id,),
-            ).fetchall()
+        rows = self._store.rows(
+            f"SELECT {self.COLUMNS}, text FROM attachments WHERE message_id = ? ORDER BY position",
+            (message_id,),
         )
         return [SentAttachment(_row_ref(row[:-1]), row[-1]) for row in rows]
 
@@ -676,6 +673,10 @@ class StoredWindow(ContextWindow):
             return super().append(
                 thread_id, role, content, timestamp=timestamp, cancelled=cancelled
             )
+
+    def push_hot(self, message: Message) -> None:
+        super().push_hot(message)
+        self.store.log.keep(message)
 
     def forget(self, message_ids: Iterable[int]) -> set[int]:
         """Delete messages in one transaction; other windows reload whole on seeing it."""

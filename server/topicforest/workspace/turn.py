@@ -86,6 +86,7 @@ class Sending:
 
     def __init__(self, gate: SendGate, record: Callable[[float], None]) -> None:
         self.received = self.appended = self.rendered = time.perf_counter()
+        self.cpu = time.thread_time()  # wall time far above CPU time: waiting, not working
         self.sent = self.sent_at = 0.0
         self.gate = gate
         self.record = record
@@ -94,6 +95,7 @@ class Sending:
 
     def out(self) -> None:
         self.sent, self.sent_at = time.perf_counter(), time.time()
+        self.cpu = time.thread_time() - self.cpu
         self.record(self.sent - self.received)
         self.end()
 
@@ -214,13 +216,14 @@ class ChatTurns:
         if sending.sent:
             log.debug(
                 "turn %s: %.3f ms from receipt to the first byte sent at %.6f"
-                " (append %.3f ms, render %.3f ms, send %.3f ms)",
+                " (append %.3f ms, render %.3f ms, send %.3f ms; on CPU %.3f ms)",
                 turn_id,
                 1000 * (sending.sent - sending.received),
                 sending.sent_at,  # wall clock, so a benchmark can time the pipe in front of us
                 1000 * (sending.appended - sending.received),
                 1000 * (sending.rendered - sending.appended),
                 1000 * (sending.sent - sending.rendered),
+                1000 * sending.cpu,
             )
         return ChatOutcome(
             thread_id=thread_id,
