@@ -275,3 +275,15 @@ def test_a_silent_provider_fails_on_the_first_byte_timeout(
             chat(client, "t", "1", "hello")
         assert time.monotonic() - started < 10
         assert info.value.code == -32004 and "first byte" in info.value.message
+
+
+def test_the_test_client_closes_after_a_write_to_a_killed_server() -> None:
+    """What test_kill does: a request written as the server dies stays in the pipe's buffer,
+    and closing the client must not raise on flushing it."""
+    client = StdioClient(env=SERVER_ENV)
+    client.process.kill()
+    client.process.wait()
+    with pytest.raises(OSError):
+        client.notify("initialized", {})
+    client.close()
+    assert client.process.stdin is not None and client.process.stdin.closed

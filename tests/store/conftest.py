@@ -120,12 +120,19 @@ def open_spec(spec: str, **kwargs: Any) -> Store:
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def memory(request: pytest.FixtureRequest, db_path: Path) -> Iterator[Memory]:
+def store_url(request: pytest.FixtureRequest) -> str | None:
+    """The backend a test runs on, as `topicForest.storeUrl` says it: None for the embedded
+    SQLite file, else the URL of a real PostgreSQL (the session's `postgres`)."""
+    if request.param == "sqlite":
+        return None
+    url: str = request.getfixturevalue("postgres").url()
+    return url
+
+
+@pytest.fixture
+def memory(store_url: str | None, db_path: Path) -> Iterator[Memory]:
     """The same test on both backends: the embedded SQLite file and a real PostgreSQL."""
-    url = None
-    if request.param == "postgresql":
-        url = request.getfixturevalue("postgres").url()
-    opened = Memory(request.param, db_path, url)
+    opened = Memory("sqlite" if store_url is None else "postgresql", db_path, store_url)
     yield opened
     opened.close()
 

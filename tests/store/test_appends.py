@@ -135,6 +135,29 @@ def test_only_the_owner_renames_or_deletes_a_thread(memory: Memory) -> None:
     assert bob.rename_thread("ann-1", "Shared") is not None
 
 
+def test_only_the_owner_writes_to_a_thread(memory: Memory) -> None:
+    ann, bob = memory.open(user="ann"), memory.open(user="bob")
+    wa, wb = ann.open_window(), bob.open_window()
+    wa.append("ann-1", "user", "Where is create_invoice?")
+    bob.refresh()
+    before = state_of(wb)
+    for write in (
+        lambda: wb.append("ann-1", "assistant", "In server/api/invoices.py."),
+        lambda: wb.append("ann-1", "user", "Mine now?", timestamp=1.0),
+    ):
+        with pytest.raises(ForeignThread, match=r"ann-1.*belongs to another person"):
+            write()
+    with bob.appending(), pytest.raises(ForeignThread):  # inside an append (a turn's question)
+        wb.append("ann-1", "user", "And inside a transaction?")
+    assert state_of(wb) == before  # refused before the engine saw it
+    assert [m.content for m in ann.thread_history("ann-1")] == ["Where is create_invoice?"]
+    assert bob.meta_int("appends") == 1  # nothing was written
+    wb.append("bob-1", "user", "Where is pg_isready configured?")  # his own thread: fine
+    wb.append("bob-1", "assistant", "In infra/docker-compose.yml.")
+    assert [t.thread_id for t in bob.threads()] == ["bob-1"]
+    assert state_of(wb) == state_of(memory.open(user="bob").open_window())
+
+
 def test_a_memory_written_before_appends_were_counted_takes_appends(memory: Memory) -> None:
     """Memories from before have no `appends` row: the first append creates it."""
     store = memory.open()

@@ -1,4 +1,5 @@
-"""StoreBinding: what a workspace memory gets from the store (lease upkeep, idle and exit flush)."""
+"""StoreBinding: what a workspace memory gets from the store (lease upkeep, idle and exit
+flush), on both backends."""
 
 from __future__ import annotations
 
@@ -7,10 +8,9 @@ import time
 from pathlib import Path
 
 from topicforest.engine import WindowConfig
-from topicforest.store import Store, store_path
-from topicforest.store.binding import StoreBinding, workspace_folder
+from topicforest.store.binding import IDLE_FLUSH_SECONDS, StoreBinding, workspace_folder
 
-from .conftest import synthetic
+from .conftest import Memory, synthetic
 
 
 def test_workspace_folder_from_uri(tmp_path: Path) -> None:
@@ -19,12 +19,14 @@ def test_workspace_folder_from_uri(tmp_path: Path) -> None:
     assert workspace_folder("global") is None
 
 
-async def test_lease_moves_and_threads_flush_when_idle_and_on_close(tmp_path: Path) -> None:
-    folder = tmp_path / "ws"
-    folder.mkdir()
-    uri, memory = folder.as_uri(), str(tmp_path / "mem")
-    first = StoreBinding.open(uri, memory, WindowConfig(), idle_seconds=60)
-    second = StoreBinding.open(uri, memory, WindowConfig(), idle_seconds=60)
+def bind(memory: Memory, idle_seconds: float = IDLE_FLUSH_SECONDS) -> StoreBinding:
+    """A window's binding on the test's memory (what `StoreBinding.open` makes for a workspace)."""
+    store = memory.open()
+    return StoreBinding(store, store.open_window(WindowConfig()), idle_seconds)
+
+
+async def test_lease_moves_and_threads_flush_when_idle_and_on_close(memory: Memory) -> None:
+    first, second = bind(memory, idle_seconds=60), bind(memory, idle_seconds=60)
     leases: list[str] = []
     first.start(lambda: None, lambda: leases.append("first"))
     await asyncio.sleep(0.2)
@@ -42,15 +44,13 @@ async def test_lease_moves_and_threads_flush_when_idle_and_on_close(tmp_path: Pa
 
     await second.close(["mine"])  # a clean exit flushes this window's own threads
     await first.close([])
-    assert [t.thread_id for t in Store(store_path(folder, memory)).threads()] == ["mine", "quiet"]
-    reopened = Store(store_path(folder, memory)).open_window()
+    assert [t.thread_id for t in memory.open().threads()] == ["mine", "quiet"]
+    reopened = memory.open().open_window()
     assert not reopened.hot and len(reopened.forest) == 8
 
 
-async def test_a_waiting_window_takes_over_when_the_maintainer_leaves(tmp_path: Path) -> None:
-    uri, memory = (tmp_path / "ws").as_uri(), str(tmp_path / "mem")
-    first = StoreBinding.open(uri, memory, WindowConfig())
-    second = StoreBinding.open(uri, memory, WindowConfig())
+async def test_a_waiting_window_takes_over_when_the_maintainer_leaves(memory: Memory) -> None:
+    first, second = bind(memory), bind(memory)
     took_over = asyncio.Event()
     first.start(lambda: None, lambda: None)
     await asyncio.sleep(0.2)

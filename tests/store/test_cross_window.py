@@ -1,4 +1,6 @@
-"""Two real server processes on one workspace, each driven by its own pytest-lsp client."""
+"""Two real server processes on one workspace, each driven by its own pytest-lsp client, on
+both backends (the `store_url` fixture: the SQLite file, or the folder's team memory in a real
+PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ import asyncio
 import inspect
 import os
 import signal
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,9 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig
 
-from topicforest.store import Lease, Store, store_path
+from topicforest.store import Store, store_path
+from topicforest.store.identity import repository_identity
+from topicforest.store.postgres import memory_key
 from topicforest.testing.stub_llm import ThreadedStubLLM
 
 from ..server.conftest import SAMPLE, SERVER, SERVER_ENV, Client, make_client, replay, start
@@ -29,41 +33,60 @@ def stub() -> Iterator[ThreadedStubLLM]:
 
 
 class Windows:
-    """Editor windows (server process + client) on one workspace folder and store directory."""
+    """Editor windows (server process + client) on one memory: a workspace folder's SQLite
+    store, or with `url` (topicForest.storeUrl) the folder's team memory in PostgreSQL."""
 
-    def __init__(self, folder: Path, stub: ThreadedStubLLM) -> None:
+    def __init__(self, folder: Path, stub: ThreadedStubLLM, url: str | None = None) -> None:
         self.folder = folder
         self.store_dir = folder.parent / "memory"
         self.stub = stub
+        self.url = url
         self.clients: list[Client] = []
 
-    def settings(self, summary_model: str) -> dict[str, Any]:
-        return {
+    def settings(self, name: str, user: str | None) -> dict[str, Any]:
+        settings: dict[str, Any] = {
             "chatModel": "openai/stub-chat",
-            "summaryModels": [summary_model],
+            "summaryModels": [f"openai/summary-{name}"],
             "apiBase": self.stub.base_url,
             "historyBudget": 512,
             "storePath": str(self.store_dir),
         }
+        if self.url is not None:
+            settings["storeUrl"] = self.url
+        if user is not None:
+            settings["user"] = user
+        return settings
 
-    async def open(self, name: str) -> Client:
+    async def open(
+        self, name: str, *, folder: Path | None = None, user: str | None = None
+    ) -> Client:
         config = ClientServerConfig(
             server_command=SERVER, client_factory=make_client, server_env=SERVER_ENV
         )
         client: Client = await config.start()  # type: ignore[assignment]
-        await start(client, self.folder, self.settings(f"openai/summary-{name}"))
+        await start(client, folder or self.folder, self.settings(name, user))
         self.clients.append(client)
         await worker_ready(client)
         return client
 
     @property
     def db(self) -> Path:
+        """The SQLite file (only with no `url`)."""
         return store_path(self.folder, self.store_dir)
 
+    def store(self, user: str | None = None) -> Store:
+        """A Store on the windows' memory, as another process would open it (caller closes)."""
+        return Store.for_workspace(self.folder, self.store_dir, url=self.url, user=user)
+
     def maintainer_pid(self) -> int | None:
-        return Lease(self.db.with_name(self.db.name + ".lease")).holder_pid()
+        store = self.store()
+        try:
+            return store.lease.holder_pid()
+        finally:
+            store.close()
 
     async def close(self) -> None:
+        """Shut down every window still running (a killed one is left alone)."""
         clients, self.clients = self.clients, []
         for client in clients:
             if client._server is not None and client._server.returncode is None:
@@ -71,10 +94,12 @@ class Windows:
 
 
 @pytest.fixture
-async def windows(tmp_path: Path, stub: ThreadedStubLLM) -> AsyncIterator[Windows]:
+async def windows(
+    tmp_path: Path, stub: ThreadedStubLLM, store_url: str | None
+) -> AsyncIterator[Windows]:
     folder = tmp_path / "workspace"
     folder.mkdir()
-    opened = Windows(folder, stub)
+    opened = Windows(folder, stub, store_url)
     yield opened
     await opened.close()
 
@@ -170,12 +195,13 @@ async def test_two_windows_share_one_memory(windows: Windows) -> None:
     assert [m["id"] for m in history["messages"]] == acked_a[-4:]
 
     await windows.close()  # clean exits flush both windows' threads into the forest
-    store = Store(windows.db)
+    store = windows.store()
     stored = [r[0] for r in store.conn.execute("SELECT id FROM messages")]
     assert sorted(stored) == sorted(acked)  # every acknowledged message, exactly once
     window = store.open_window()
     assert not window.hot  # nothing left outside a topic
     members = [m for root in window.topic_ids() for m in window.forest.members(root)]
+    store.close()
     assert sorted(members) == sorted(acked)  # each message in exactly one topic
 
 
@@ -224,12 +250,13 @@ async def test_kill_9_of_the_maintainer_mid_summary_and_mid_chat(windows: Window
         return any(r.model == "summary-b" and r.ok for r in windows.stub.calls("summary"))
 
     await until(resumed, timeout=30)  # b redoes the summaries a died making
-    store = Store(windows.db)
+    store = windows.store()
     assert store.integrity_ok()
     stored = {r[0] for r in store.conn.execute("SELECT id FROM messages")}
     assert set(acked) <= stored
     # The killed turn's user message was stored before the model was called.
     contents = [r[0] for r in store.conn.execute("SELECT content FROM messages")]
+    store.close()
     assert "Is pg_isready enough?" in contents
 
 
@@ -261,16 +288,44 @@ async def test_restart_restores_the_same_topics(windows: Windows) -> None:
     assert await snapshot(c) == before  # same ids, members, summaries, pins, drops; no new calls
 
 
+def foreign_memory(windows: Windows) -> tuple[str, Callable[[], object]]:
+    """Put something that is not a Topic Forest memory where the windows' memory belongs (a
+    file that is not SQLite; a schema of the memory's name holding someone else's table);
+    returns what the error must say and how to read the thing back (it must not change)."""
+    if windows.url is None:
+        windows.db.parent.mkdir(parents=True)
+        windows.db.write_bytes(b"garbage, not SQLite\n" * 100)
+        return "not a Topic Forest memory database", windows.db.read_bytes
+    import psycopg
+
+    url = windows.url
+    schema = "topicforest_" + memory_key(repository_identity(windows.folder))
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+        conn.execute(f"CREATE TABLE {schema}.notes (text TEXT)")
+        conn.execute(f"INSERT INTO {schema}.notes VALUES ('not ours')")
+
+    def contents() -> object:
+        with psycopg.connect(url, autocommit=True) as conn:
+            tables = conn.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
+                (schema,),
+            ).fetchall()
+            return tables, conn.execute(f"SELECT text FROM {schema}.notes").fetchall()
+
+    return "is not a Topic Forest memory", contents
+
+
 async def test_a_corrupt_store_is_a_clear_error_not_a_crash(windows: Windows) -> None:
-    windows.db.parent.mkdir(parents=True)
-    windows.db.write_bytes(b"garbage, not SQLite\n" * 100)
+    says, contents = foreign_memory(windows)
+    before = contents()
     a = await windows.open("a")
     error = await a.rpc_error(
         "chat", {"threadId": "t", "turnId": "1", "message": "hello", "workspaceUri": None}
     )
-    assert error.code == -32005 and "not a Topic Forest memory database" in str(error)
+    assert error.code == -32005 and says in str(error)
     assert (await a.call("listTopics"))["topics"] == []  # still serving
-    assert windows.db.read_bytes() == b"garbage, not SQLite\n" * 100
+    assert contents() == before  # never touched
 
 
 async def test_a_thread_deleted_in_one_window_is_gone_in_the_other(windows: Windows) -> None:
@@ -292,3 +347,20 @@ async def test_a_thread_deleted_in_one_window_is_gone_in_the_other(windows: Wind
         assert {m["threadId"] for m in preview["messages"]} == {"keep"}
     rendered = await a.call("renderContext", {"query": "zebrafish", "threadId": "keep"})
     assert "zebrafish" not in "\n".join(m["content"] for m in rendered["messages"])
+
+
+async def test_a_chat_turn_into_another_persons_thread_is_refused(windows: Windows) -> None:
+    ann = windows.store(user="ann")
+    question = ann.open_window().append("ann-1", "user", "Where is create_invoice?")
+    ann.close()
+    bob = await windows.open("b", user="bob")
+    for turn in ({"message": "Mine now?"}, {"message": "Again?", "retryOf": question.id}):
+        error = await bob.rpc_error("chat", {"threadId": "ann-1", "turnId": "t", **turn})
+        assert error.code == -32602 and error.data == {"field": "threadId"}
+        assert "'ann-1' belongs to another person" in str(error)
+    assert windows.stub.calls("chat") == []  # refused before anything was sent
+    await chat_turns(bob, "bob-1", 1)  # his own thread works
+    store = windows.store(user="ann")
+    history = [m.content for m in store.thread_history("ann-1")]
+    store.close()
+    assert history == ["Where is create_invoice?"]

@@ -1,4 +1,5 @@
-"""Several real processes on one store: concurrent appends, lease takeover after kill -9."""
+"""Several real processes on one memory, on both backends: concurrent appends, lease takeover
+after kill -9."""
 
 from __future__ import annotations
 
@@ -12,16 +13,15 @@ from pathlib import Path
 
 from topicforest.engine.resolver import resolve_all
 from topicforest.engine.summarize.extractive import ExtractiveSummarizer
-from topicforest.store import Store
 
-from .conftest import state_of
+from .conftest import Memory, state_of
 
 WORKER = Path(__file__).with_name("worker.py")
 
 
-def spawn(db: Path, thread: str, count: int, *flags: str) -> subprocess.Popen[str]:
+def spawn(memory: Memory, thread: str, count: int, *flags: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, str(WORKER), str(db), thread, str(count), *flags],
+        [sys.executable, str(WORKER), memory.spec, thread, str(count), *flags],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -32,9 +32,9 @@ def acknowledged(lines: list[str]) -> list[int]:
     return [int(line) for line in lines if line.strip().isdigit()]
 
 
-def test_concurrent_appenders_store_every_acknowledged_message_once(db_path: Path) -> None:
-    Store(db_path).close()
-    workers = [spawn(db_path, "alpha", 300, "--maintain"), spawn(db_path, "beta", 300)]
+def test_concurrent_appenders_store_every_acknowledged_message_once(memory: Memory) -> None:
+    memory.open().close()
+    workers = [spawn(memory, "alpha", 300, "--maintain"), spawn(memory, "beta", 300)]
     outputs = [w.communicate(timeout=120) for w in workers]
     for worker, (_out, err) in zip(workers, outputs, strict=True):
         assert worker.returncode == 0, err
@@ -43,7 +43,7 @@ def test_concurrent_appenders_store_every_acknowledged_message_once(db_path: Pat
     all_ids = acked["a"] + acked["b"]
     assert len(set(all_ids)) == 600  # ids never collide across processes
 
-    store = Store(db_path)
+    store = memory.open()
     rows = store.conn.execute("SELECT id, thread_id, content FROM messages").fetchall()
     assert sorted(r[0] for r in rows) == sorted(all_ids)  # each stored exactly once
     by_id = {r[0]: (r[1], r[2]) for r in rows}
@@ -59,16 +59,16 @@ def test_concurrent_appenders_store_every_acknowledged_message_once(db_path: Pat
         window.flush_thread(thread)
     members = [m for root in window.topic_ids() for m in window.forest.members(root)]
     assert sorted(members) == sorted(all_ids)
-    observer = Store(db_path).open_window()
+    observer = memory.open().open_window()
     assert state_of(observer) == state_of(window)
 
 
-def test_lease_is_exclusive_and_released_by_death(db_path: Path) -> None:
-    Store(db_path).close()
-    holder = spawn(db_path, "holder", 0, "--maintain", "--forever")
+def test_lease_is_exclusive_and_released_by_death(memory: Memory) -> None:
+    memory.open().close()
+    holder = spawn(memory, "holder", 0, "--maintain", "--forever")
     assert holder.stdout is not None
     assert holder.stdout.readline().strip() == "lease"
-    mine = Store(db_path)
+    mine = memory.open()
     assert not mine.lease.try_acquire()
     assert mine.lease.holder_pid() == holder.pid
     os.kill(holder.pid, signal.SIGKILL)
@@ -80,12 +80,12 @@ def test_lease_is_exclusive_and_released_by_death(db_path: Path) -> None:
     mine.close()
 
 
-def test_kill_9_of_the_lease_holder_mid_write_loses_nothing(db_path: Path) -> None:
-    Store(db_path).close()
-    holder = spawn(db_path, "holder", 0, "--maintain", "--forever")
+def test_kill_9_of_the_lease_holder_mid_write_loses_nothing(memory: Memory) -> None:
+    memory.open().close()
+    holder = spawn(memory, "holder", 0, "--maintain", "--forever")
     assert holder.stdout is not None
     assert holder.stdout.readline().strip() == "lease"
-    mine = Store(db_path)
+    mine = memory.open()
     window = mine.open_window()
     my_ids = []
     holder_ids: list[int] = []
@@ -111,6 +111,6 @@ def test_kill_9_of_the_lease_holder_mid_write_loses_nothing(db_path: Path) -> No
     window.graduate()
     asyncio.run(resolve_all(window, ExtractiveSummarizer()))
     assert window.dirty_topic_ids() == []
-    reopened = Store(db_path).open_window()
+    reopened = memory.open().open_window()
     assert state_of(reopened) == state_of(window)
     mine.close()

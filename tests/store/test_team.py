@@ -8,6 +8,9 @@ PostgreSQL is covered by the parametrized store suite; here: live sharing betwee
 
 from __future__ import annotations
 
+import asyncio
+import itertools
+import logging
 import os
 import signal
 import subprocess
@@ -17,18 +20,19 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from pytest_lsp import ClientServerConfig
 
-from topicforest.store import Store
-from topicforest.store.postgres import PostgresBackend
-from topicforest.testing.postgres import TempPostgres, wait_until_reachable
+from topicforest.store.errors import StoreError
+from topicforest.testing.postgres import TempPostgres, free_port, wait_until_reachable
 from topicforest.testing.stub_llm import ThreadedStubLLM
+from topicforest.workspace.memory import WorkspaceMemory
+from topicforest.workspace.reopen import delays
+from topicforest.workspace.settings import Settings
 
-from ..server.conftest import SERVER, SERVER_ENV, Client, make_client, start
-from .test_cross_window import chat_turns, pid, settled_topics, until, worker_ready
+from ..server.conftest import Client
+from .conftest import synthetic
+from .test_cross_window import Windows, chat_turns, pid, settled_topics, until
 
 REMOTES = ("git@github.com:example/shop.git", "https://github.com/example/shop")
-IDENTITY = "github.com/example/shop"
 
 
 @pytest.fixture
@@ -44,49 +48,23 @@ def clone(folder: Path, remote: str) -> Path:
     return folder
 
 
-class Team:
-    """Editor windows (server processes) on clones of one repository, sharing one database."""
+class Team(Windows):
+    """Editor windows (server processes) on clones of one repository, sharing one database;
+    `store()` opens the memory from a clone of its own, as a teammate's process would."""
 
     def __init__(self, tmp_path: Path, stub: ThreadedStubLLM, url: str) -> None:
-        self.tmp_path = tmp_path
-        self.stub = stub
-        self.url = url
-        self.clients: list[Client] = []
+        super().__init__(clone(tmp_path / "observer", REMOTES[0]), stub, url)
 
-    async def open(self, name: str, user: str = "ann", remote: str = REMOTES[0]) -> Client:
-        folder = clone(self.tmp_path / f"clone-{name}", remote)
-        config = ClientServerConfig(
-            server_command=SERVER, client_factory=make_client, server_env=SERVER_ENV
-        )
-        client: Client = await config.start()  # type: ignore[assignment]
-        settings = {
-            "chatModel": "openai/stub-chat",
-            "summaryModels": [f"openai/summary-{name}"],
-            "apiBase": self.stub.base_url,
-            "historyBudget": 512,
-            "storeUrl": self.url,
-            "user": user,
-        }
-        await start(client, folder, settings)
-        self.clients.append(client)
-        await worker_ready(client)
-        return client
-
-    def store(self, user: str = "observer") -> Store:
-        return Store(PostgresBackend(self.url, IDENTITY), user=user)
-
-    def maintainer_pid(self) -> int | None:
-        store = self.store()
-        try:
-            return store.lease.holder_pid()
-        finally:
-            store.close()
-
-    async def close(self) -> None:
-        clients, self.clients = self.clients, []
-        for client in clients:
-            if client._server is not None and client._server.returncode is None:
-                await client.shutdown_session()
+    async def open(
+        self,
+        name: str,
+        *,
+        folder: Path | None = None,
+        user: str | None = "ann",
+        remote: str = REMOTES[0],
+    ) -> Client:
+        folder = folder or clone(self.folder.parent / f"clone-{name}", remote)
+        return await super().open(name, folder=folder, user=user)
 
 
 @pytest.fixture
@@ -167,3 +145,65 @@ async def test_acknowledged_turns_survive_a_database_restart_mid_conversation(
     store.close()
     assert set(acked) <= stored
     assert "hi?" not in contents  # refused, so never acknowledged; nothing half-written
+
+
+async def test_a_window_opened_while_the_database_is_down_works_once_it_is_up(
+    team: Team, postgres: TempPostgres
+) -> None:
+    earlier = team.store(user="ann")  # the memory already holds a conversation, as topics
+    window = earlier.open_window()
+    for role, text in synthetic(24):
+        window.append("earlier", role, text)
+    window.flush_thread("earlier")
+    stored_topics = sorted(t.id for t in window.topics())
+    earlier.close()
+    assert stored_topics
+
+    postgres.halt()
+    try:
+        a = await team.open("a")
+        error = await a.rpc_error("chat", {"threadId": "a", "turnId": "down", "message": "hi?"})
+        assert error.code == -32005
+        assert "unreachable" in str(error) and "trying again in the background" in str(error)
+        assert (await a.call("listTopics"))["topics"] == []  # still serving, from memory
+        assert any("unreachable" in m.message for m in a.log_messages)  # the user is told
+    finally:
+        postgres.resume()
+
+    # No reload: the window's memory opens in the background (1 s, 2 s, 4 s ... apart).
+    await a.wait_for("topicForest/topicsChanged", lambda p: p["reason"] == "external", 40)
+    await a.wait_for("topicForest/threadsChanged", timeout=1)
+    assert sorted(t["id"] for t in (await a.call("listTopics"))["topics"]) == stored_topics
+    assert [t["threadId"] for t in (await a.call("listThreads"))["threads"]] == ["earlier"]
+    acked = await chat_turns(a, "a", 2)
+    store = team.store(user="ann")
+    contents = {r[0]: r[1] for r in store.conn.execute("SELECT id, content FROM messages")}
+    store.close()
+    assert set(acked) <= set(contents)
+    assert "hi?" not in contents.values()  # refused, so never stored
+
+
+def test_reopening_backs_off_from_1_s_doubling_to_30_s() -> None:
+    assert list(itertools.islice(delays(), 8)) == [1, 2, 4, 8, 16, 30, 30, 30]
+
+
+async def test_an_unreachable_memory_refuses_changes_and_stops_retrying_when_closed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    pytest.importorskip("psycopg")
+    nobody = f"postgresql://ann@127.0.0.1:{free_port()}/topicforest"  # nothing listens there
+    memory = WorkspaceMemory(tmp_path.as_uri(), Settings(store_url=nobody))
+
+    def attempts() -> list[str]:
+        return [r.levelname for r in caplog.records if "unreachable" in r.getMessage()]
+
+    with caplog.at_level(logging.DEBUG, logger="topicforest.workspace.memory"):
+        memory.start()
+        with pytest.raises(StoreError, match=r"unreachable.*trying again in the background"):
+            memory.append("t", "user", "hello?")
+        await until(lambda: len(attempts()) >= 2)  # the open, then a retry 1 s later
+        await asyncio.wait_for(memory.close(), 10)  # an attempt under way ends, none follows
+        seen = attempts()
+        await asyncio.sleep(2.5)
+    assert attempts() == seen
+    assert seen[:2] == ["ERROR", "DEBUG"]  # said once loudly, retries quietly

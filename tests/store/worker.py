@@ -1,6 +1,8 @@
 """A separate process that uses the store like a server would (run by the process tests).
 
-    python worker.py DB THREAD COUNT [--maintain] [--forever]
+    python worker.py MEMORY THREAD COUNT [--maintain] [--forever]
+
+MEMORY is a SQLite path or `postgresql://…#identity` (conftest's `Memory.spec`).
 
 Appends COUNT synthetic messages on THREAD, printing each acknowledged message id on its own
 line the moment `append` returns. With --maintain it first waits for the maintenance lease, then
@@ -16,9 +18,9 @@ import itertools
 import sys
 import time
 
+from conftest import open_spec  # this script's directory is on sys.path
 from topicforest.engine.resolver import resolve_round
 from topicforest.engine.summarize.extractive import ExtractiveSummarizer
-from topicforest.store import Store
 
 WORDS = [
     ("server/api/invoices.py", "create_invoice", "postgres alembic due_date"),
@@ -30,13 +32,13 @@ WORDS = [
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("db")
+    parser.add_argument("memory")
     parser.add_argument("thread")
     parser.add_argument("count", type=int)
     parser.add_argument("--maintain", action="store_true")
     parser.add_argument("--forever", action="store_true")
     args = parser.parse_args()
-    store = Store(args.db)
+    store = open_spec(args.memory)
     window = store.open_window()
     summarizer = ExtractiveSummarizer()
     if args.maintain:

@@ -8,6 +8,7 @@ answered with null so the server never waits on us.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -129,7 +130,9 @@ class StdioClient:
                 self.process.wait()
         for stream in (self.process.stdin, self.process.stdout):
             if stream is not None:
-                stream.close()
+                # a write the dead server never read stays buffered: closing flushes it again
+                with contextlib.suppress(BrokenPipeError):
+                    stream.close()
 
     def __enter__(self) -> StdioClient:
         return self

@@ -8,11 +8,16 @@ class StoreError(Exception):
 
 
 class ForeignThread(Exception):
-    """A rename or delete of a thread another person owns (threads are per person)."""
+    """A message, rename or delete for a thread another person owns (threads are per person)."""
 
     def __init__(self, thread_id: str) -> None:
         super().__init__(
-            f"thread {thread_id!r} belongs to another person: only its owner can rename or "
-            "delete it"
+            f"thread {thread_id!r} belongs to another person: only its owner can write to, "
+            "rename or delete it"
         )
         self.thread_id = thread_id
+
+
+class StoreUnreachable(StoreError):
+    """The memory's database cannot be reached now (its server down, a network cut): unlike a
+    damaged or foreign memory, trying again later may succeed."""

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from topicforest.store.backend import Backend, Connection, Dialect
-from topicforest.store.errors import StoreError
+from topicforest.store.errors import StoreError, StoreUnreachable
 
 if TYPE_CHECKING:
     import psycopg
@@ -272,7 +272,8 @@ class PostgresBackend(Backend):
             self._open()
         except self.psycopg.Error as exc:
             self.close()
-            raise StoreError(self.describe(exc)) from exc
+            unreachable = isinstance(exc, self.psycopg.OperationalError)
+            raise (StoreUnreachable if unreachable else StoreError)(self.describe(exc)) from exc
 
     # -- connections -------------------------------------------------------------------------
     def connect(self, purpose: str) -> psycopg.Connection[Any]:

@@ -17,12 +17,13 @@ from topicforest.engine import ContextWindow, Message, TopicView
 from topicforest.engine.render import RenderedContext
 from topicforest.engine.summarize.base import Summarizer
 from topicforest.store.binding import StoreBinding, workspace_folder
-from topicforest.store.errors import StoreError
+from topicforest.store.errors import StoreError, StoreUnreachable
 from topicforest.workspace.chat_model import ChatModel
 from topicforest.workspace.errors import UnknownThread
 from topicforest.workspace.events import Events, MemoryListener
 from topicforest.workspace.gate import SendGate
 from topicforest.workspace.models import Models
+from topicforest.workspace.reopen import Reopen
 from topicforest.workspace.session import (
     NullSession,
     StoredSession,
@@ -74,6 +75,7 @@ class WorkspaceMemory:
             self.render,
             self.upkeep.kick,
         )
+        self.reopen = Reopen(key, self._open_binding, self._reopened, self._refuse)
         self._next: tuple[tuple[int, int, str | None, str | None], RenderedContext] | None = None
         self._closed = False
 
@@ -301,6 +303,7 @@ class WorkspaceMemory:
         if not self.upkeep.running and not self._closed:
             self.session.start(on_external=self._external_change, on_lease=self.kick)
             self.upkeep.start()
+            self.reopen.start()  # if the store's database was unreachable
 
     def kick(self) -> None:
         self.upkeep.kick()
@@ -314,6 +317,7 @@ class WorkspaceMemory:
 
     async def close(self) -> None:
         self._closed = True
+        await self.reopen.close()
         await self.upkeep.close()
         await self.session.close()
         self.session = NullSession(self.window)  # closed: nothing is stored any more
@@ -323,29 +327,57 @@ class WorkspaceMemory:
     def open_store(self) -> None:
         """Open the workspace's store now, if this memory is stored (no running loop needed, so
         `early` can answer from it before the server's loop exists); `start` begins its tasks.
-        On failure keep serving from memory and refuse appends with the store's error (nothing
-        is written to a bad file)."""
+        On failure keep serving from memory and refuse changes with the store's error (nothing
+        is written to a bad store); an unreachable database is tried again in the background
+        (`Reopen`, begun by `start`)."""
         if self._closed or not self.persist or self.binding is not None or self.store_error:
             return
         try:
-            settings = self.settings
-            binding = StoreBinding.open(
-                self.key,
-                settings.store_path,
-                self.window.config,
-                count=self.window.count,
-                url=settings.store_url,
-                user=settings.user,
-            )
+            binding = self._open_binding()
         except StoreError as exc:
-            self.store_error = f"Topic Forest cannot use its memory store: {exc}"
-            log.error("%s", self.store_error)
+            self._refuse(exc)
             return
+        self._use(binding)
+
+    def _open_binding(self) -> StoreBinding:
+        settings = self.settings
+        return StoreBinding.open(
+            self.key,
+            settings.store_path,
+            self.window.config,
+            count=self.window.count,
+            url=settings.store_url,
+            user=settings.user,
+        )
+
+    def _refuse(self, exc: StoreError) -> None:
+        """The store cannot be opened: say why (logged, and the answer to every change)."""
+        first = self.store_error is None
+        retry = isinstance(exc, StoreUnreachable)
+        self.reopen.due = retry
+        self.store_error = f"Topic Forest cannot use its memory store: {exc}" + (
+            "; trying again in the background" if retry else ""
+        )
+        if first or not retry:
+            log.error("%s", self.store_error)
+        else:
+            log.debug("%s", self.store_error)
+
+    def _use(self, binding: StoreBinding) -> None:
         self.session = StoredSession(binding)
         # A first slice of key lines now, so a small memory renders the same before upkeep
         # starts as after (a big one gets the rest in upkeep).
         self.window.prepare_key_lines(RECLUSTER_SLICE_SECONDS)
         log.info("memory of %s stored in %s", self.key, binding.store.where)
+
+    def _reopened(self, binding: StoreBinding) -> None:
+        """The database became reachable: serve and change the stored memory from now on."""
+        self.store_error = None
+        self._use(binding)
+        self.session.start(on_external=self._external_change, on_lease=self.kick)
+        log.info("the memory store of %s is reachable again", self.key)
+        self.events.threads_changed(None)
+        self._external_change()  # the client lists the stored topics
 
     def refresh(self) -> None:
         """Load what other windows committed now: what the store watcher does once started

@@ -83,6 +83,9 @@ class StoreSession(Protocol):
 
     def last_user_message(self, thread_id: str) -> int | None: ...
 
+    def check_owner(self, thread_id: str) -> None:
+        """Raise ForeignThread if the thread is another person's (threads are per person)."""
+
     def rename_thread(self, thread_id: str, title: str) -> ThreadInfo | None:
         """The renamed thread, or None if there is no such thread."""
 
@@ -154,6 +157,9 @@ class NullSession:
         ids = self._threads.get(thread_id, [])
         users = (m.id for m in self.window.log.get_many(ids[::-1]) if m.role == "user")
         return next(users, None)
+
+    def check_owner(self, thread_id: str) -> None:
+        return None  # one process, one person
 
     def rename_thread(self, thread_id: str, title: str) -> ThreadInfo | None:
         ids = self._threads.get(thread_id)
@@ -229,6 +235,9 @@ class StoredSession:
 
     def last_user_message(self, thread_id: str) -> int | None:
         return self.binding.store.last_user_message(thread_id)
+
+    def check_owner(self, thread_id: str) -> None:
+        self.binding.store.check_owner(thread_id)
 
     def rename_thread(self, thread_id: str, title: str) -> ThreadInfo | None:
         row = self.binding.store.rename_thread(thread_id, thread_title(title))

@@ -166,6 +166,7 @@ class ChatTurns:
             raise ChatNotConfigured(NOT_CONFIGURED)
         chat_model = self.models.for_turn(model)
         session = self.session()
+        session.check_owner(thread_id)  # before anything is stored or sent
         if retry_of is not None:
             user = self._retry_target(session, thread_id, retry_of)
             carried = session.attachments.sent(user.id)
