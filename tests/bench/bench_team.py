@@ -3,11 +3,15 @@
 - fill: 4 real `topicforest serve` processes (one repository, four people) chat concurrently
   until the memory holds --messages messages (default 4,000, a few minutes here; --full: 100,000);
 - the chat critical path inside each server (receipt to the model request's first byte), p50/p99,
-  while the four chat at once;
+  while the four chat at once, then while one chats and the three others load its commits; with
+  where it went (append, render, send) and how much of it the event loop's thread was on a CPU
+  (wall time far above that: the turn waited, for the database or for a CPU);
 - window open: a fifth server process spawned → its first `listTopics` answer (median, max);
 - cross-window notification: a drop in one window → `topicsChanged` (external) received by each
   of the other three clients, p50/p95;
-- RSS per server process and the database's size.
+- RSS per server process (and its litellm worker) and the database's size.
+
+`--store sqlite` runs the same four windows on one machine's SQLite file, for comparison.
 
 Skips (exit 0, saying why) when PostgreSQL or psycopg is not available.
 """
@@ -40,6 +44,12 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def children(pid: int) -> list[int]:
+    """A process's children (the server's litellm worker)."""
+    tasks = Path(f"/proc/{pid}/task")
+    return [int(c) for t in tasks.iterdir() for c in (t / "children").read_text().split()]
 
 
 Store = dict[str, str]  # the settings that choose the memory's store
@@ -235,8 +245,12 @@ def measure(
           f"{ms(latency, 50, 95)}, max {1000 * max(latency):.0f} ms, "
           f"{missed} not heard within 10 s")  # fmt: skip
 
-    rss = [rss_mb(c.process.pid) for c in clients]
-    print("RSS per server process: " + ", ".join(f"{r:.0f} MB" for r in rss))
+    rss = [
+        (rss_mb(c.process.pid), sum(rss_mb(child) for child in children(c.process.pid)))
+        for c in clients
+    ]
+    print("RSS per server process (+ its litellm worker): "
+          + ", ".join(f"{server:.0f} (+{worker:.0f}) MB" for server, worker in rss))  # fmt: skip
 
 
 if __name__ == "__main__":
