@@ -90,7 +90,7 @@ class Store:
         self._commits = 0  # write transactions committed by this connection
         self._synced = 0  # how many of them are known to be on disk
         self._sync_lock = threading.Lock()
-        self._owned: set[str] = set()  # threads known to be this user's (owners never change)
+        self.owned_threads: set[str] = set()  # known to be this user's (owners never change)
 
     @classmethod
     def for_workspace(
@@ -408,13 +408,13 @@ class Store:
         """Raise ForeignThread unless the thread is this user's (or written before owners were
         recorded, or unknown). A thread's owner never changes, so checking before the
         transaction that changes it is enough, and a thread found to be ours stays ours."""
-        if thread_id in self._owned:
+        if thread_id in self.owned_threads:
             return
         row = self.row("SELECT owner FROM threads WHERE thread_id = ?", (thread_id,))
         if row is not None and row[0] not in (self.user, ""):
             raise ForeignThread(thread_id)
         if row is not None:
-            self._owned.add(thread_id)
+            self.owned_threads.add(thread_id)
 
     def last_user_message(self, thread_id: str) -> int | None:
         row = self.row(
@@ -522,7 +522,7 @@ class SqliteMessageLog:
                     )
                 else:
                     conn.execute("DELETE FROM threads WHERE thread_id = ?", (thread,))
-                    store._owned.discard(thread)  # its id is free for anyone again
+                    store.owned_threads.discard(thread)  # its id is free for anyone again
             store.touch()
         with store.lock:
             for message_id in ids:
