@@ -114,14 +114,15 @@ def server_log(client: StdioClient, prefix: str, first: int) -> dict[str, Logged
     return out
 
 
-def fill(client: StdioClient, total: int, batch: int = 32) -> None:
-    """Chat until `total` messages are stored (two per turn), `batch` turns in flight."""
+def fill(client: StdioClient, total: int, batch: int = 32, owner: str = "") -> None:
+    """Chat until `total` messages are stored (two per turn), `batch` turns in flight, in four
+    threads whose ids start with `owner` (a thread is written by its owner only)."""
     turns = total // 2
     for start in range(0, turns, batch):
         ids = [
             client.send(
                 P + "chat",
-                {"threadId": f"t{i % 4}", "turnId": f"fill-{i}", "message": message(i)},
+                {"threadId": f"{owner}t{i % 4}", "turnId": f"fill-{i}", "message": message(i)},
             )
             for i in range(start, min(turns, start + batch))
         ]

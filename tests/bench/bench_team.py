@@ -24,9 +24,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -83,12 +83,11 @@ def first_list(folder: Path, store: Store, stub: ThreadedStubLLM) -> float:
         client.close()
 
 
-def concurrently(clients: list[StdioClient], fn: Any) -> None:
-    threads = [threading.Thread(target=fn, args=(k, c)) for k, c in enumerate(clients)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+def concurrently(clients: list[StdioClient], fn: Callable[[int, StdioClient], None]) -> None:
+    """`fn(k, client)` for every client at once, each in a thread; the first failure raises."""
+    with ThreadPoolExecutor(len(clients)) as pool:
+        for done in [pool.submit(fn, k, c) for k, c in enumerate(clients)]:
+            done.result()
 
 
 def notification_latency(clients: list[StdioClient], rounds: int) -> tuple[list[float], int]:
@@ -198,7 +197,7 @@ def measure(
     turns_each: int,
 ) -> None:  # fmt: skip
     started = time.perf_counter()
-    concurrently(clients, lambda k, c: fill(c, total // WRITERS, batch=8))
+    concurrently(clients, lambda k, c: fill(c, total // WRITERS, batch=8, owner=f"dev{k}-"))
     took = time.perf_counter() - started
     print(f"fill: {total} messages by {WRITERS} servers in {took:.0f} s "
           f"({total / took:.0f} messages/s)")  # fmt: skip
