@@ -33,9 +33,11 @@ DEBOUNCE_MS = 150  # upper bound on batching a burst of commits
 STEP_MS = 20  # quiet time that ends a batch
 POLL_MS = 1000  # the fallback check when the file system sends no events (e.g. NFS)
 CHECKPOINT_SECONDS = 1.0  # at most one checkpoint a second, after commits
-# A WAL this long (4 KiB pages: 64 MiB) under writes that never pause long enough for a passive
-# checkpoint to finish is restarted, blocking writers once, so the file cannot grow forever.
-RESTART_FRAMES = 16384
+# A WAL this long (4 KiB pages: 16 MiB) under writes that never pause long enough for a passive
+# checkpoint to finish is restarted, blocking writers once, so the file cannot grow forever;
+# a restarted WAL file is cut back to this size.
+RESTART_FRAMES = 4096
+WAL_LIMIT = f"PRAGMA journal_size_limit = {RESTART_FRAMES * 4096}"
 
 
 class SqliteDialect(Dialect):
@@ -72,6 +74,7 @@ class SqliteBackend(Backend):
         self.max_pages = max_pages
         self._conn = connect(self.path, max_pages=max_pages)
         self._conn.execute("PRAGMA wal_autocheckpoint = 0")  # see Checkpointer
+        self._conn.execute(WAL_LIMIT).fetchall()
         self.checkpointer = Checkpointer(self.path)
         self._identity = _identity(self.path)  # the file this connection opened
         self.lease = Lease(self.path.with_name(self.path.name + ".lease"))
@@ -282,6 +285,7 @@ class Checkpointer:
             log.warning("cannot checkpoint the memory database: %s", exc)
             return -1, -1
         try:
+            conn.execute(WAL_LIMIT).fetchall()
             _busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()[0]
             if frames > RESTART_FRAMES and copied < frames:
                 _busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()[0]
