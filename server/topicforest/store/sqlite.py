@@ -15,6 +15,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -288,7 +289,13 @@ class Checkpointer:
             conn.execute(WAL_LIMIT).fetchall()
             _busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()[0]
             if frames > RESTART_FRAMES and copied < frames:
+                started = time.perf_counter()
                 _busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()[0]
+                log.info(
+                    "restarted the WAL of %d pages after %.0f ms (writers waited)",
+                    frames,
+                    1000 * (time.perf_counter() - started),
+                )
             return int(frames), int(copied)
         except sqlite3.Error as exc:
             log.warning("cannot checkpoint the memory database: %s", exc)
