@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 from topicforest.engine.embedding import extract, is_file_path
 from topicforest.engine.tokens import TokenCounter
@@ -45,8 +46,12 @@ def stem(word: str) -> str:
     return word[:-1] if len(word) > 4 and word.endswith("e") else word
 
 
-def stems(text: str) -> set[str]:
-    return {stem(t) for t in extract(text).terms}
+@lru_cache(maxsize=4096)  # a few renders' passages: a few MB at most
+def stems(text: str) -> frozenset[str]:
+    """A passage's terms, stemmed. Cached (text never changes): a render excerpts the messages
+    it recalls, much the same ones turn after turn, and tokenizing them again was half of a
+    render with a query at 30,000 messages."""
+    return frozenset(stem(t) for t in extract(text).terms)
 
 
 def split_passages(text: str) -> list[Passage]:
