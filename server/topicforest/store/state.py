@@ -127,7 +127,9 @@ class RecordTable:
         return self.record(**dict(zip(self.fields, values, strict=True)))
 
 
-RECORDS = tuple(RecordTable(entity) for entity in ("centroids", "summaries", "spend"))
+CENTROIDS, SUMMARIES, SPEND = RECORDS = tuple(
+    RecordTable(entity) for entity in ("centroids", "summaries", "spend")
+)
 # A topic's `roots` row is its fingerprint (members: their count, the column `size`), its id, rev.
 TOPIC_FIELDS = PERSISTED["topics"].fields
 topic_fingerprint = fingerprinter(TopicState, TOPIC_FIELDS)
@@ -193,8 +195,8 @@ class Mirror:
         )
         before = window.state()
         forest = self._load_forest(conn, before, meta, since)
-        summaries, summaries_gone = self._load_changed(conn, RECORDS[1], before.summaries, since)
-        spend, spend_gone = self._load_changed(conn, RECORDS[2], before.spend, since)
+        summaries, summaries_gone = self._load_changed(conn, SUMMARIES, before.summaries, since)
+        spend, spend_gone = self._load_changed(conn, SPEND, before.spend, since)
         pending, pending_gone = self._load_pending(conn, before, since)
         recall = None
         if self.recall is None:  # the recall index is built when a render first needs it
@@ -202,7 +204,7 @@ class Mirror:
         delta = StateDelta(
             vocabulary=self._load_doc_freq(conn, meta, since),
             forest=forest,
-            centroids=self._load_records(conn, RECORDS[0], since),
+            centroids=self._load_records(conn, CENTROIDS, since),
             summaries=summaries,
             summaries_gone=summaries_gone,
             spend=spend,
@@ -236,15 +238,15 @@ class Mirror:
         for root in [r for r in centroids if r not in state.centroids]:
             del centroids[root]  # discarded with its topic
         for root in delta.centroids:
-            centroids[root] = RECORDS[0].fingerprint(state.centroids[root])
+            centroids[root] = CENTROIDS.fingerprint(state.centroids[root])
         for root in delta.summaries_gone:
             summaries.pop(root, None)
         for root in delta.summaries:
-            summaries[root] = RECORDS[1].fingerprint(state.summaries[root])
+            summaries[root] = SUMMARIES.fingerprint(state.summaries[root])
         for root in delta.spend_gone:
             spend.pop(root, None)
         for root in delta.spend:
-            spend[root] = RECORDS[2].fingerprint(state.spend[root])
+            spend[root] = SPEND.fingerprint(state.spend[root])
         self.last_planted = dict(state.last_planted)
         self.pending = set(state.pending_terms)
         self.fallback = state.fallback_summary
@@ -417,10 +419,10 @@ class Mirror:
         """Write what changed in `window` since the last load/save; returns whether any did."""
         state = window.state()
         wrote = self._save_forest(conn, state, rev)
-        wrote |= self._save_records(conn, RECORDS[0], state.centroids, rev)
+        wrote |= self._save_records(conn, CENTROIDS, state.centroids, rev)
         wrote |= self._save_doc_freq(conn, window, state, rev)
-        wrote |= self._save_records(conn, RECORDS[1], state.summaries, rev)
-        wrote |= self._save_records(conn, RECORDS[2], state.spend, rev)
+        wrote |= self._save_records(conn, SUMMARIES, state.summaries, rev)
+        wrote |= self._save_records(conn, SPEND, state.spend, rev)
         wrote |= self._save_pending(conn, state, rev)
         wrote |= self._save_threads(conn, state, rev)
         wrote |= self._save_meta(conn, state)
