@@ -318,20 +318,27 @@ class Store:
             except Exception:  # damaged pages, a closed connection: not the error to report
                 self.mirror.rev = -1  # retried by the next transaction or refresh
 
+    @contextmanager
+    def _driver_errors(self) -> Iterator[None]:
+        """Outside a transaction (which translates its own): a driver error rolls back and
+        is raised as a StoreError."""
+        try:
+            yield
+        except self.backend.errors as exc:
+            self.backend.rollback()
+            raise StoreError(self.backend.describe(exc)) from exc
+
     def read(self, fn: Callable[[], T]) -> T:
         """Run `fn` on one consistent snapshot of the database."""
         with self.lock:
             if self._depth:  # inside a transaction, which translates its errors
                 return fn()
-            try:
+            with self._driver_errors():
                 self.backend.begin_read()
                 try:
                     return fn()
                 finally:
                     self.backend.commit()
-            except self.backend.errors as exc:
-                self.backend.rollback()
-                raise StoreError(self.backend.describe(exc)) from exc
 
     def rows(self, sql: str, params: Sequence[object] = ()) -> list[Any]:
         """The rows of one read statement: in the open transaction, else by itself (on
@@ -339,11 +346,8 @@ class Store:
         with self.lock:
             if self._depth:  # inside a transaction, which translates its errors
                 return list(self.conn.execute(sql, params).fetchall())
-            try:
+            with self._driver_errors():
                 return list(self.backend.statement_conn().execute(sql, params).fetchall())
-            except self.backend.errors as exc:
-                self.backend.rollback()
-                raise StoreError(self.backend.describe(exc)) from exc
 
     def row(self, sql: str, params: Sequence[object] = ()) -> Any | None:
         """The first row of one read statement (see `rows`), None if there is none."""
@@ -353,12 +357,8 @@ class Store:
     # -- other processes -------------------------------------------------------------------
     def changed_elsewhere(self) -> bool:
         """Whether another connection committed since we last looked (cheap)."""
-        with self.lock:
-            try:
-                return self.backend.changed_elsewhere(self.mirror.rev, self.mirror.appends)
-            except self.backend.errors as exc:
-                self.backend.rollback()
-                raise StoreError(self.backend.describe(exc)) from exc
+        with self.lock, self._driver_errors():
+            return self.backend.changed_elsewhere(self.mirror.rev, self.mirror.appends)
 
     def refresh(self) -> bool:
         """Load what other processes committed; returns whether the window changed."""
