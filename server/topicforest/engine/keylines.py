@@ -104,14 +104,17 @@ def key_lines(message: Message) -> list[KeyLine]:
 @dataclass
 class KeyLineState:
     """A topic's key lines collected so far: from its first `done` members, the last of which
-    is `last` (a topic whose member list changed other than at its end starts again); the
-    newest `MAX_KEY_LINES` are kept."""
+    is `last`; the newest `MAX_KEY_LINES` are kept. Members that leave (re-clustering moves an
+    exchange out of the middle of a list) are taken back out (`remove`) rather than the
+    topic collected again from its start: at 100,000 messages that re-read thousands of
+    messages in every window after each move."""
 
     lines: list[KeyLine] = field(default_factory=list)
     phrases: Counter[str] = field(default_factory=Counter)  # two-word phrases, per message
     done: int = 0
     last: int | None = None
     added: int = 0  # lines ever added: with the IDF epoch, what a ranking was made from
+    seen: set[int] = field(default_factory=set)  # the members collected
     # The last ranking: (added, epoch), the ranking, and the lines' terms the IDF did not know
     # then (between epochs the IDF only learns new terms; one of these could change a score).
     _ranked: tuple[tuple[int, int], Ranking, frozenset[str]] | None = None
@@ -123,6 +126,33 @@ class KeyLineState:
         if len(self.lines) > MAX_KEY_LINES:
             del self.lines[: len(self.lines) - MAX_KEY_LINES]
         self.phrases.update(phrases(message.content))
+        self.seen.add(message.id)
+
+    def left(self, members: list[int]) -> list[int] | None:
+        """The collected members no longer in `members`, if the others still lead it (so
+        collection can go on after them once these are removed); None: start again (called
+        when `members` does not continue what was collected: if none left, it was reordered)."""
+        current = set(members)
+        gone = [m for m in self.seen if m not in current]
+        kept = len(self.seen) - len(gone)
+        return gone if gone and all(m in self.seen for m in members[:kept]) else None
+
+    def remove(self, messages: list[Message], members: list[int]) -> None:
+        """Take back what `messages` (members that left) added; `members` is the list now.
+        (A topic whose lines were capped keeps fewer than a fresh collection would.)"""
+        gone = {m.id for m in messages}
+        self.lines = [line for line in self.lines if line.message_id not in gone]
+        for message in messages:
+            for phrase in phrases(message.content):
+                left = self.phrases[phrase] - 1
+                if left > 0:
+                    self.phrases[phrase] = left
+                else:
+                    del self.phrases[phrase]
+        self.seen -= gone
+        self.done = len(self.seen)
+        self.last = members[self.done - 1] if self.done else None
+        self._ranked = None
 
     def ranking(self, idf: Mapping[str, float], epoch: int, count: TokenCounter) -> Ranking:
         """`rank` of the lines, remembered until a line is added or the IDF changes: renders

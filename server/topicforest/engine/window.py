@@ -376,7 +376,7 @@ class ContextWindow:
             info = self.forest.root(root)
             state = self._key_lines.get(root)
             if state is None or not state.continues(info.members):
-                state = self._key_lines[root] = KeyLineState()
+                state = self._key_lines[root] = self._resumed(state, info.members)
             while state.done < len(info.members):
                 if time.perf_counter() > deadline:
                     return False
@@ -392,6 +392,18 @@ class ContextWindow:
         for root in [r for r in self._key_lines if r not in live]:
             del self._key_lines[root]
         return True
+
+    def _resumed(self, state: KeyLineState | None, members: list[int]) -> KeyLineState:
+        """`state` without the members that left the topic, to go on from; a new one when
+        that would cost more than collecting again (many left, or the list was reordered)."""
+        gone = state.left(members) if state is not None else None
+        if state is None or gone is None or len(gone) > KEY_LINE_CHUNK * 4:
+            return KeyLineState()
+        try:
+            state.remove(self.log.get_many(gone), members)
+        except KeyError:  # a message deleted meanwhile: nothing to take back from
+            return KeyLineState()
+        return state
 
     def key_lines(self, root: int) -> list[KeyLine] | None:
         """The topic's key lines as last collected (None: not collected yet)."""

@@ -1,0 +1,90 @@
+"""Key lines follow re-clustering without collecting a topic again from its start."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from topicforest.engine import ContextWindow, Message, WindowConfig
+from topicforest.engine.keylines import KeyLineState
+from topicforest.engine.messages import InMemoryMessageLog
+
+from .helpers import TOPICS, exchange
+
+
+class CountingLog(InMemoryMessageLog):
+    """The engine's log, remembering which messages were read (a store reads them from disk)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read: list[int] = []
+
+    def get_many(self, message_ids: Iterable[int]) -> list[Message]:
+        ids = list(message_ids)
+        self.read += ids
+        return super().get_many(ids)
+
+
+def collected(messages: list[Message]) -> KeyLineState:
+    state = KeyLineState()
+    for message in messages:
+        state.add(message)
+    return state
+
+
+def test_removing_members_leaves_what_collecting_the_rest_gives() -> None:
+    window = ContextWindow(WindowConfig(history_budget=1024))
+    for i in range(4):
+        for topic in TOPICS:
+            for role, text in zip(("user", "assistant"), exchange(topic, i), strict=True):
+                window.append("main", role, text)
+    messages = window.log.get_many(range(1, 25))
+    state = collected(messages)
+    gone = [m for m in messages if m.id % 3 == 0]
+    members = [m.id for m in messages if m.id % 3]
+    state.remove(gone, members)
+    fresh = collected([m for m in messages if m.id % 3])
+    assert state.lines == fresh.lines and state.phrases == fresh.phrases
+    assert state.seen == fresh.seen == set(members)
+    assert (state.done, state.last) == (len(members), members[-1])  # goes on after them
+    assert not any(count <= 0 for count in state.phrases.values())
+
+
+def test_a_moved_exchange_reads_only_itself_again() -> None:
+    """Moving one exchange out of the middle of a topic used to make every window read the
+    whole topic again (thousands of messages at 100,000)."""
+    log = CountingLog()
+    window = ContextWindow(WindowConfig(history_budget=1024), log=log)
+    for i in range(8):
+        for topic in TOPICS:
+            user, reply = exchange(topic, i)
+            window.append("main", "user", user)
+            window.append("main", "assistant", reply)
+            window.graduate()
+    window.prepare_key_lines(math.inf)
+    source = max(window.forest.live_roots(), key=window.forest.size)
+    target = next(r for r in window.forest.live_roots() if r != source)
+    members = window.forest.members(source)
+    unit = next(
+        u
+        for u in window.refiner.units.values()
+        if set(u.ids) <= set(members[2:-2]) and source not in u.ids  # from the middle
+    )
+    assert window.move_unit(unit, source, target)
+    log.read.clear()
+    assert window.prepare_key_lines(math.inf)
+    assert sorted(log.read) == sorted([*unit.ids, *unit.ids])  # out of one, into the other
+    for root in (source, target):
+        fresh = collected(log.get_many(window.forest.members(root)))
+        assert window.key_lines(root) == fresh.lines
+
+
+def test_a_reordered_topic_is_collected_again() -> None:
+    window = ContextWindow(WindowConfig(history_budget=1024))
+    for i in range(4):
+        for role, text in zip(("user", "assistant"), exchange("docker", i), strict=True):
+            window.append("main", role, text)
+    messages = window.log.get_many(range(1, 9))
+    state = collected(messages)
+    assert state.left([m.id for m in reversed(messages)]) is None
+    assert state.left([m.id for m in messages[2:]]) == [1, 2]
