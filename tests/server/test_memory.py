@@ -70,6 +70,25 @@ async def test_upkeep_graduates_and_summarizes_in_the_background() -> None:
         await memory.close()
 
 
+async def test_key_lines_are_ranked_when_the_user_pauses_not_after_every_change() -> None:
+    """Ranking a big topic's key lines costs milliseconds in every window of a team, and the
+    next graduation makes it stale: upkeep collects lines after each change, ranks when idle."""
+    memory = WorkspaceMemory("k", Settings(history_budget=512), persist=False)
+    try:
+        for role, text in SAMPLE[:40]:
+            memory.append("t", role, text, wake=False)
+        await memory.maintain()
+        window = memory.window
+        assert window.topic_ids() and all(
+            window.key_lines(r) is not None for r in window.topic_ids()
+        )
+        assert not window.key_lines_ranked()
+        await memory.maintain(idle=True)
+        assert window.key_lines_ranked()
+    finally:
+        await memory.close()
+
+
 async def test_close_never_hangs_whatever_the_loop_was_doing() -> None:
     # Regression: on Python 3.11 a cancel landing as `wait_for` finished was swallowed and close()
     # waited forever. Close at many points of the upkeep cycle.

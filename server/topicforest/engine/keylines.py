@@ -156,13 +156,22 @@ class KeyLineState:
 
     def ranking(self, idf: Mapping[str, float], epoch: int, count: TokenCounter) -> Ranking:
         """`rank` of the lines, remembered until a line is added or the IDF changes: renders
-        with no query (and upkeep, which warms it) pick from it without scoring every line."""
-        key = (self.added, epoch)
+        with no query (and upkeep, which warms it when idle) pick from it without scoring every
+        line."""
         cached = self._ranked
-        if cached is None or cached[0] != key or any(t in idf for t in cached[2]):
+        if cached is None or not self.ranked(idf, epoch):
             unknown = frozenset(t for line in self.lines for t in line.terms if t not in idf)
-            cached = self._ranked = (key, rank(self.lines, idf, count), unknown)
+            cached = self._ranked = ((self.added, epoch), rank(self.lines, idf, count), unknown)
         return cached[1]
+
+    def ranked(self, idf: Mapping[str, float], epoch: int) -> bool:
+        """Whether the remembered ranking is current."""
+        cached = self._ranked
+        return (
+            cached is not None
+            and cached[0] == (self.added, epoch)
+            and not any(t in idf for t in cached[2])
+        )
 
     def continues(self, members: list[int]) -> bool:
         return self.done <= len(members) and (self.done == 0 or members[self.done - 1] == self.last)

@@ -366,10 +366,15 @@ class ContextWindow:
         return survivor
 
     # -- key lines (upkeep) --------------------------------------------------------------------
-    def prepare_key_lines(self, budget_seconds: float = 0.05) -> bool:
+    def prepare_key_lines(self, budget_seconds: float = 0.05, *, rank: bool = True) -> bool:
         """Collect the key lines of topics that changed, for renders with no query, for about
         `budget_seconds` (the rest waits for the next round: member lists mostly grow at their
-        end, so a topic picks up where it stopped); returns whether all topics are done."""
+        end, so a topic picks up where it stopped), then (`rank`) rank them; returns whether
+        all topics are done.
+
+        Upkeep ranks only once the user pauses: a big topic's ranking costs milliseconds and
+        is stale again after its next graduation, in every window of a busy team; a render
+        with no query ranks what it needs itself."""
         deadline = time.perf_counter() + budget_seconds
         live = self.forest.live_roots()
         for root in live:
@@ -387,10 +392,23 @@ class ContextWindow:
                 state.last = info.members[state.done - 1]
             if time.perf_counter() > deadline:
                 return False
-            # rank the lines now, off the chat path (bounded: MAX_KEY_LINES per topic)
-            state.ranking(self.embedder.idf, self.embedder.epoch, self.count)
+            if rank:  # bounded: MAX_KEY_LINES per topic
+                state.ranking(self.embedder.idf, self.embedder.epoch, self.count)
         for root in [r for r in self._key_lines if r not in live]:
             del self._key_lines[root]
+        return True
+
+    def key_lines_ranked(self) -> bool:
+        """Whether every topic's key lines are collected and ranked (else upkeep has work for
+        the user's next pause)."""
+        idf, epoch = self.embedder.idf, self.embedder.epoch
+        for root in self.forest.live_roots():
+            state = self._key_lines.get(root)
+            members = self.forest.root(root).members
+            if state is None or not state.continues(members) or state.done < len(members):
+                return False
+            if not state.ranked(idf, epoch):
+                return False
         return True
 
     def _resumed(self, state: KeyLineState | None, members: list[int]) -> KeyLineState:

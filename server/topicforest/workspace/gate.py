@@ -7,7 +7,7 @@ before its first byte (an endpoint that never accepts) does not stop topics from
 
 While any turn of the process is sending, automatic garbage collection is off (`_Collector`):
 a collection falling due there cost a turn of the first seconds 15-40 ms (what was loaded since
-the last `gc.freeze` is scanned). Upkeep collects explicitly after each round instead.
+the last `gc.freeze` is scanned). Upkeep collects explicitly after its rounds instead.
 """
 
 from __future__ import annotations

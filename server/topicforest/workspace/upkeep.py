@@ -35,6 +35,9 @@ IDLE_SECONDS = 2.0  # quiet time after which topics with no summary yet get thei
 SETTLE_SECONDS = 60.0  # quiet time after which every topic's summary is brought up to date
 SETTLE_ENV = "TOPICFOREST_SETTLE_SECONDS"  # override, for tests and impatient demos
 CLOSE_TIMEOUT = 5.0  # seconds close() waits for the maintenance task
+# At most one tidy of the heap this often: with a busy team a round follows every commit of
+# any window, and collecting after each cost as much as a chat turn's render at 100,000.
+TIDY_SECONDS = 1.0
 
 
 def settle_seconds() -> float:
@@ -64,6 +67,7 @@ class Upkeep:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closed = False
+        self._tidied = 0.0  # time.monotonic() of the last tidy_heap
 
     @property
     def running(self) -> bool:
@@ -92,8 +96,11 @@ class Upkeep:
     async def _run(self) -> None:
         quiet = 0.0  # seconds since the last append woke us
         while not self._closed:
-            # While topics wait for a full summary batch, quiet spells summarize them anyway.
-            wait = self.idle_seconds if self.session().window.dirty_topic_ids() else None
+            # While topics wait for a full summary batch, or key lines for their ranking, quiet
+            # spells do it anyway.
+            window = self.session().window
+            idle_work = window.dirty_topic_ids() or not window.key_lines_ranked()
+            wait = self.idle_seconds if idle_work else None
             try:
                 async with asyncio.timeout(wait):
                     await self._wake.wait()
@@ -109,7 +116,9 @@ class Upkeep:
                 with session.unsynced():  # upkeep's commits never hold the loop up on an fsync:
                     await self.maintain(idle=quiet > 0, settle=quiet >= self.settle_seconds)
                 await session.sync()  # they reach the disk from a worker thread after each round
-                tidy_heap()
+                if time.monotonic() - self._tidied >= TIDY_SECONDS:
+                    tidy_heap()
+                    self._tidied = time.monotonic()
             except Exception:  # keep serving; the next append retries
                 log.exception("maintenance of %s failed", self.key)
 
@@ -117,7 +126,8 @@ class Upkeep:
         """Graduate overflow into the forest, re-cluster a slice, then summarize topics that are
         due (`idle`: the user paused, so topics with no summary yet get their first one;
         `settle`: long quiet, every dirty topic). Every window, maintainer or not, collects
-        the key lines of its topics from the shared log for its own renders."""
+        the key lines of its topics from the shared log for its own renders (and, when idle,
+        ranks them)."""
         session = self.session()
         window = session.window
         if session.maintainer:
@@ -136,7 +146,7 @@ class Upkeep:
             if window.refine_pending:
                 self.kick()  # the next slice after this round, with turns let in between
         async for _ in self._steps():
-            if window.prepare_key_lines(STEP_SECONDS):
+            if window.prepare_key_lines(STEP_SECONDS, rank=idle):
                 break
         else:
             self.kick()
