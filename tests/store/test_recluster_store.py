@@ -53,3 +53,24 @@ def test_another_window_follows_reclustering(memory: Memory) -> None:
     every = sorted(m for r in wa.forest.roots() for m in wa.forest.members(r))
     assert every == sorted(set(every))  # no message in two topics
     assert all(wb.forest.find(m) == wa.forest.find(m) for m in every)
+
+
+def test_another_window_follows_each_move_as_it_happens(memory: Memory) -> None:
+    """Loaded after every step, member lists that changed in the middle (an exchange moved
+    out) are pieced together from the rows placed since, not read whole."""
+    a, b = memory.open(), memory.open()
+    wa, wb = a.open_window(), b.open_window()
+    changed_mid_list = 0
+    for message in json.loads(SAMPLE.read_text())["messages"]:
+        before = {root: wa.forest.members(root) for root in wa.forest.roots()}
+        wa.append("chat", message["role"], message["content"], timestamp=message["index"])
+        wa.graduate()
+        wa.refine(budget_seconds=math.inf)
+        changed_mid_list += any(
+            wa.forest.members(root)[: len(members)] != members
+            for root, members in before.items()
+            if wa.forest.is_root(root)
+        )
+        b.refresh()
+        assert state_of(wb) == state_of(wa)
+    assert changed_mid_list > 0, "the sample should move exchanges out of the middle of a topic"

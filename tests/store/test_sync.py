@@ -89,6 +89,27 @@ async def test_watcher_reports_another_process_commit(memory: Memory) -> None:
     await asyncio.wait_for(watcher, timeout=3)
 
 
+async def test_watcher_loads_others_commits_only_once_quiet(memory: Memory) -> None:
+    """The workspace hands its send gate in: a commit elsewhere is not loaded while a chat
+    turn is between its receipt and its request leaving."""
+    a, b = memory.open(), memory.open()
+    wa, wb = a.open_window(), b.open_window()
+    await fill_async(a)
+    b.refresh()
+    seen, stop, turn_sent = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    watcher = asyncio.create_task(watch_store(b, seen.set, stop, turn_sent.wait))
+    await asyncio.sleep(0.3)  # let the watch start
+    topic = wa.topic_ids()[0]
+    wa.drop(topic)
+    await asyncio.sleep(1.0)  # the notification (or poll) has come: the watcher waits
+    assert not seen.is_set() and not wb.topic(topic).dropped
+    turn_sent.set()
+    await asyncio.wait_for(seen.wait(), timeout=3)
+    assert wb.topic(topic).dropped
+    stop.set()
+    await asyncio.wait_for(watcher, timeout=3)
+
+
 def test_refreshes_within_and_across_idf_epochs_equal_a_fresh_open(memory: Memory) -> None:
     """Another window's graduations arrive as deltas. Within an IDF epoch they only add counts
     and brand-new terms, applied in place (no new epoch, so not every centroid's norm is

@@ -14,6 +14,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from topicforest.engine.centroids import CentroidIndex
 from topicforest.engine.config import WindowConfig
@@ -54,6 +55,17 @@ SUMMARY_MESSAGE_TOKENS = 400  # a message longer than this is condensed for the 
 MIN_PHRASE_MESSAGES = 2  # a title phrase is said in at least this many messages
 KEY_LINE_CHUNK = 16  # messages read per step while collecting a topic's key lines
 MIN_SUMMARY_TOKENS = 40  # source tokens per summarize call; bigger backlogs take several rounds
+
+
+class Uncovered(NamedTuple):
+    """A topic's members no summary covered when last scanned (`ContextWindow.uncovered`)."""
+
+    version: int  # the topic's, then
+    summary: Summary | None
+    covered: int  # how many members the summary covered (it can grow in place)
+    scanned: int  # how many members were scanned, the last of which was `last`
+    last: int | None
+    ids: list[int]
 
 
 @dataclass(frozen=True)
@@ -117,7 +129,7 @@ class ContextWindow:
         self.fallback_summary: str | None = None
         self._titles: dict[tuple[int, int, int, str], str] = {}
         # per topic: (version, summary, covered count) -> its members no summary covers yet
-        self._uncovered: dict[int, tuple[int, Summary | None, int, list[int]]] = {}
+        self._uncovered: dict[int, Uncovered] = {}
         self.summary_digests: dict[tuple[int, ...], Digest] = {}  # render cuts summaries to fit
         self._last_planted: dict[str, int] = {}  # per thread, the newest graduated message
         self.wants_fallback = False  # a render found topics but none fitted; see resolver
@@ -753,18 +765,38 @@ class ContextWindow:
         """The topic's members no summary covers yet, in member order.
 
         Remembered until the topic or its summary changes: a render meets every dirty topic,
-        and scanning a big topic's members each time cost a millisecond per turn at 10k."""
+        and scanning a big topic's members each time cost a millisecond per turn at 10k. A
+        list that only grew at its end (a graduation, here or in another window) is scanned
+        from where the last scan stopped."""
         summary = self.summaries.get(root)
-        version = self.forest.version(root)
+        info = self.forest.root(root)
+        members = info.members
         covered = summary.covered if summary else set()
         cached = self._uncovered.get(root)
-        if cached and cached[0] == version and cached[1] is summary and cached[2] == len(covered):
-            return cached[3]
-        fresh = [m for m in self.forest.members(root) if m not in covered]
+        if cached and cached.summary is summary and cached.covered == len(covered):
+            if cached.version == info.version:
+                return cached.ids
+            done = cached.scanned
+            if done <= len(members) and (not done or members[done - 1] == cached.last):
+                ids = cached.ids + [m for m in members[done:] if m not in covered]
+                return self._scanned(root, info.version, summary, len(covered), members, ids)
+        ids = [m for m in members if m not in covered]
+        return self._scanned(root, info.version, summary, len(covered), members, ids)
+
+    def _scanned(
+        self,
+        root: int,
+        version: int,
+        summary: Summary | None,
+        covered: int,
+        members: list[int],
+        ids: list[int],
+    ) -> list[int]:
         if len(self._uncovered) > 4 * self.config.max_topics + 64:
             self._uncovered.clear()
-        self._uncovered[root] = (version, summary, len(covered), fresh)
-        return fresh
+        last = members[-1] if members else None
+        self._uncovered[root] = Uncovered(version, summary, covered, len(members), last, ids)
+        return ids
 
     def summary_target(self) -> int:
         """Tokens per topic summary: the topic share of the budget split across live topics."""

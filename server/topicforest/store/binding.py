@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from urllib.parse import unquote, urlparse
 
 from topicforest.engine.config import WindowConfig
@@ -68,12 +68,19 @@ class StoreBinding:
         """Whether this process does graduation and summaries (holds the lease)."""
         return self.store.lease.held
 
-    def start(self, on_external: Callable[[], None], on_lease: Callable[[], None]) -> None:
+    def start(
+        self,
+        on_external: Callable[[], None],
+        on_lease: Callable[[], None],
+        quiet: Callable[[], Awaitable[object]] | None = None,
+    ) -> None:
         """Start watching (needs a running loop). `on_external`: others changed the memory;
-        `on_lease`: this process just became the maintainer, or has upkeep to do."""
+        `on_lease`: this process just became the maintainer, or has upkeep to do; `quiet`:
+        awaited before loading others' commits (see `watch_store`)."""
         loop = asyncio.get_running_loop()
+        watch = watch_store(self.store, on_external, self._stop, quiet)
         self._tasks = [
-            loop.create_task(watch_store(self.store, on_external, self._stop), name="store-watch"),
+            loop.create_task(watch, name="store-watch"),
             loop.create_task(self._upkeep(on_lease), name="store-upkeep"),
         ]
 

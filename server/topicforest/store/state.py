@@ -318,8 +318,9 @@ class Mirror:
             for root, member_ids in self.dialect.member_lists(conn):
                 members[root] = member_ids
             grown = {root: (0, members[root]) for root in changed}
-        else:  # member lists only grow at their end: read what follows the members known here
-            grown = {root: self._grown(conn, before, root) for root in changed}
+        else:
+            sizes = {root: int(topics[root]["members"]) for root in changed}
+            grown = self._moved(conn, before, sizes, since)
         return ForestDelta(
             roots={
                 root: (int(t["order"]), int(t["version"]), bool(t["dropped"]))
@@ -332,20 +333,39 @@ class Mirror:
         )
 
     @staticmethod
-    def _grown(conn: Connection, before: WindowState, root: int) -> tuple[int, list[int]]:
-        """How many of `root`'s members here the stored list starts with, and the rest of it."""
-        topic = before.topics.get(root)
-        keep = len(topic.members) if topic is not None else 0
-        if topic is not None and keep:
-            last = conn.execute(
-                "SELECT id FROM messages WHERE root_id = ? AND pos = ?", (root, keep - 1)
-            ).fetchone()
-            if last is None or last[0] != topic.members[keep - 1]:
-                keep = 0  # not the same list: read it whole
-        tail = conn.execute(
-            "SELECT id FROM messages WHERE root_id = ? AND pos >= ? ORDER BY pos", (root, keep)
+    def _moved(
+        conn: Connection, before: WindowState, sizes: dict[int, int], since: int
+    ) -> dict[int, tuple[int, list[int]]]:
+        """Per changed root (with its stored size), how many of its first members here the
+        stored list starts with, and the rest of it.
+
+        Only the rows placed since `since` are read (one statement for every root): the others
+        sit where this window knows them. Lists grow at their end, and when re-clustering moves
+        an exchange out of the middle of a list only the members after it are placed again (a
+        list was read whole then: thousands of ids at 100,000 messages, in every window)."""
+        placed: dict[int, dict[int, int]] = {root: {} for root in sizes}
+        rows = conn.execute(
+            "SELECT root_id, pos, id FROM messages WHERE rev > ? AND root_id IS NOT NULL", (since,)
         )
-        return keep, [row[0] for row in tail]
+        for root, pos, member in rows:
+            if root in placed:
+                placed[root][pos] = member
+        grown = {}
+        for root, size in sizes.items():
+            topic = before.topics.get(root)
+            known = topic.members if topic is not None else ()
+            moved = placed[root]
+            keep = min(min(moved, default=size), size, len(known))
+            tail = [
+                moved.get(pos, known[pos] if pos < len(known) else -1) for pos in range(keep, size)
+            ]
+            if -1 in tail:  # not as this window knew it: read it whole
+                whole = conn.execute(
+                    "SELECT id FROM messages WHERE root_id = ? ORDER BY pos", (root,)
+                )
+                keep, tail = 0, [row[0] for row in whole]
+            grown[root] = (keep, tail)
+        return grown
 
     @classmethod
     def _load_changed(

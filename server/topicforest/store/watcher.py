@@ -21,9 +21,16 @@ async def watch_store(
     store: Store,
     on_change: Callable[[], Awaitable[None] | None],
     stop: asyncio.Event | None = None,
+    quiet: Callable[[], Awaitable[object]] | None = None,
 ) -> None:
-    """Until `stop` is set: after each commit by another process, refresh and call `on_change`."""
+    """Until `stop` is set: after each commit by another process, refresh and call `on_change`.
+
+    `quiet` is awaited before each refresh: the workspace's send gate, so that loading a busy
+    team's commits (milliseconds at 100,000 messages) never lands inside a chat turn between
+    its receipt and its request leaving."""
     async for _ in store.backend.changes(stop):
+        if quiet is not None:
+            await quiet()
         try:
             changed = store.refresh()
         except StoreError as exc:  # a damaged, vanished or unreachable store: report, go on

@@ -301,7 +301,7 @@ class WorkspaceMemory:
         """Open the store if need be and start upkeep (needs a running loop); idempotent."""
         self.open_store()
         if not self.upkeep.running and not self._closed:
-            self.session.start(on_external=self._external_change, on_lease=self.kick)
+            self._start_session()
             self.upkeep.start()
             self.reopen.start()  # if the store's database was unreachable
 
@@ -374,10 +374,14 @@ class WorkspaceMemory:
         """The database became reachable: serve and change the stored memory from now on."""
         self.store_error = None
         self._use(binding)
-        self.session.start(on_external=self._external_change, on_lease=self.kick)
+        self._start_session()
         log.info("the memory store of %s is reachable again", self.key)
         self.events.threads_changed(None)
         self._external_change()  # the client lists the stored topics
+
+    def _start_session(self) -> None:
+        """Watch other windows' commits (loaded while no chat turn is sending) and the lease."""
+        self.session.start(self._external_change, self.kick, self.gate.wait)
 
     def refresh(self) -> None:
         """Load what other windows committed now: what the store watcher does once started

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
@@ -63,8 +63,14 @@ class StoreSession(Protocol):
     async def sync(self) -> None:
         """Put this process's commits on disk (off the loop: an fsync can take milliseconds)."""
 
-    def start(self, on_external: Callable[[], None], on_lease: Callable[[], None]) -> None:
-        """Begin watching for other windows' commits and for the maintenance lease."""
+    def start(
+        self,
+        on_external: Callable[[], None],
+        on_lease: Callable[[], None],
+        quiet: Callable[[], Awaitable[object]],
+    ) -> None:
+        """Begin watching for other windows' commits (loaded once `quiet` returns) and for the
+        maintenance lease."""
 
     async def close(self) -> None:
         """Flush this process's threads into the forest and let the store go."""
@@ -123,7 +129,12 @@ class NullSession:
     async def sync(self) -> None:
         return None
 
-    def start(self, on_external: Callable[[], None], on_lease: Callable[[], None]) -> None:
+    def start(
+        self,
+        on_external: Callable[[], None],
+        on_lease: Callable[[], None],
+        quiet: Callable[[], Awaitable[object]],
+    ) -> None:
         return None
 
     async def close(self) -> None:
@@ -207,8 +218,13 @@ class StoredSession:
         if self.binding.store.unsynced_commits:  # no idle hop to a thread
             await asyncio.to_thread(self.binding.store.sync)
 
-    def start(self, on_external: Callable[[], None], on_lease: Callable[[], None]) -> None:
-        self.binding.start(on_external=on_external, on_lease=on_lease)
+    def start(
+        self,
+        on_external: Callable[[], None],
+        on_lease: Callable[[], None],
+        quiet: Callable[[], Awaitable[object]],
+    ) -> None:
+        self.binding.start(on_external, on_lease, quiet)
 
     async def close(self) -> None:
         await self.binding.close(self.own_threads)
