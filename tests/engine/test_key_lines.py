@@ -32,7 +32,7 @@ def collected(messages: list[Message]) -> KeyLineState:
     return state
 
 
-def test_removing_members_leaves_what_collecting_the_rest_gives() -> None:
+def test_members_that_left_are_taken_back_out() -> None:
     window = ContextWindow(WindowConfig(history_budget=1024))
     for i in range(4):
         for topic in TOPICS:
@@ -40,13 +40,18 @@ def test_removing_members_leaves_what_collecting_the_rest_gives() -> None:
                 window.append("main", role, text)
     messages = window.log.get_many(range(1, 25))
     state = collected(messages)
-    gone = [m for m in messages if m.id % 3 == 0]
-    members = [m.id for m in messages if m.id % 3]
-    state.remove(gone, members)
+    members = [m.id for m in messages if m.id % 3] + [25, 26]  # some left, two arrived
+    read: list[int] = []
+
+    def get_many(ids: list[int]) -> list[Message]:
+        read.extend(ids)
+        return window.log.get_many(ids)
+
+    assert state.resume(members, get_many, most=64)
+    assert read == [m.id for m in messages if m.id % 3 == 0]  # only those that left
     fresh = collected([m for m in messages if m.id % 3])
     assert state.lines == fresh.lines and state.phrases == fresh.phrases
-    assert state.seen == fresh.seen == set(members)
-    assert (state.done, state.last) == (len(members), members[-1])  # goes on after them
+    assert state.collected == fresh.collected and state.continues(members)
     assert not any(count <= 0 for count in state.phrases.values())
 
 
@@ -79,12 +84,16 @@ def test_a_moved_exchange_reads_only_itself_again() -> None:
         assert window.key_lines(root) == fresh.lines
 
 
-def test_a_reordered_topic_is_collected_again() -> None:
+def test_a_reordered_topic_or_one_that_lost_many_is_collected_again() -> None:
     window = ContextWindow(WindowConfig(history_budget=1024))
     for i in range(4):
         for role, text in zip(("user", "assistant"), exchange("docker", i), strict=True):
             window.append("main", role, text)
     messages = window.log.get_many(range(1, 9))
+    ids = [m.id for m in messages]
     state = collected(messages)
-    assert state.left([m.id for m in reversed(messages)]) is None
-    assert state.left([m.id for m in messages[2:]]) == [1, 2]
+    for members, most in ((ids[::-1], 64), (ids[:3] + ids[4:2:-1] + ids[5:], 64), (ids[4:], 3)):
+        assert not state.resume(members, window.log.get_many, most)
+        assert state.collected == ids  # unchanged
+    assert state.resume(ids[2:], window.log.get_many, 3)
+    assert state.collected == ids[2:]

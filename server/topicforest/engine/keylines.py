@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from topicforest.engine.embedding import STOPWORDS, extract
@@ -103,21 +103,23 @@ def key_lines(message: Message) -> list[KeyLine]:
 
 @dataclass
 class KeyLineState:
-    """A topic's key lines collected so far: from its first `done` members, the last of which
-    is `last`; the newest `MAX_KEY_LINES` are kept. Members that leave (re-clustering moves an
-    exchange out of the middle of a list) are taken back out (`remove`) rather than the
-    topic collected again from its start: at 100,000 messages that re-read thousands of
-    messages in every window after each move."""
+    """A topic's key lines collected so far, from its first `done` members (`collected`); the
+    newest `MAX_KEY_LINES` are kept. Members that leave (re-clustering moves an exchange out of
+    the middle of a list) are taken back out (`resume`) rather than the topic collected again
+    from its start: at 100,000 messages that re-read thousands of messages in every window
+    after each move."""
 
     lines: list[KeyLine] = field(default_factory=list)
     phrases: Counter[str] = field(default_factory=Counter)  # two-word phrases, per message
-    done: int = 0
-    last: int | None = None
     added: int = 0  # lines ever added: with the IDF epoch, what a ranking was made from
-    seen: set[int] = field(default_factory=set)  # the members collected
+    collected: list[int] = field(default_factory=list)  # the members collected, in list order
     # The last ranking: (added, epoch), the ranking, and the lines' terms the IDF did not know
     # then (between epochs the IDF only learns new terms; one of these could change a score).
     _ranked: tuple[tuple[int, int], Ranking, frozenset[str]] | None = None
+
+    @property
+    def done(self) -> int:
+        return len(self.collected)
 
     def add(self, message: Message) -> None:
         found = key_lines(message)
@@ -126,22 +128,33 @@ class KeyLineState:
         if len(self.lines) > MAX_KEY_LINES:
             del self.lines[: len(self.lines) - MAX_KEY_LINES]
         self.phrases.update(phrases(message.content))
-        self.seen.add(message.id)
+        self.collected.append(message.id)
 
-    def left(self, members: list[int]) -> list[int] | None:
-        """The collected members no longer in `members`, if the others still lead it (so
-        collection can go on after them once these are removed); None: start again (called
-        when `members` does not continue what was collected: if none left, it was reordered)."""
-        current = set(members)
-        gone = [m for m in self.seen if m not in current]
-        kept = len(self.seen) - len(gone)
-        return gone if gone and all(m in self.seen for m in members[:kept]) else None
+    def continues(self, members: list[int]) -> bool:
+        """Whether `members` is what was collected and maybe more after it."""
+        done = self.done
+        return done <= len(members) and (not done or members[done - 1] == self.collected[-1])
 
-    def remove(self, messages: list[Message], members: list[int]) -> None:
-        """Take back what `messages` (members that left) added; `members` is the list now.
-        (A topic whose lines were capped keeps fewer than a fresh collection would.)"""
-        gone = {m.id for m in messages}
-        self.lines = [line for line in self.lines if line.message_id not in gone]
+    def resume(
+        self, members: list[int], read: Callable[[list[int]], list[Message]], most: int
+    ) -> bool:
+        """Take out what members that left the topic added (read again with `read`), so that
+        collection goes on from the ones still in `members`; False (nothing changed) if that
+        is not how `members` differs (none left, over `most` left, or reordered): start again.
+
+        Lists only lose members and grow at their end, so they match what was collected up
+        to the first member that left (found by bisection), and the rest of it follows in
+        order: only the part from there on is compared."""
+        collected = self.collected
+        first = _common_prefix(collected, members)
+        after = set(members[first:])
+        kept = [m for m in collected[first:] if m in after]
+        gone = [m for m in collected[first:] if m not in after]
+        if not gone or len(gone) > most or members[first : first + len(kept)] != kept:
+            return False
+        messages = read(gone)
+        gone_ids = set(gone)
+        self.lines = [line for line in self.lines if line.message_id not in gone_ids]
         for message in messages:
             for phrase in phrases(message.content):
                 left = self.phrases[phrase] - 1
@@ -149,10 +162,10 @@ class KeyLineState:
                     self.phrases[phrase] = left
                 else:
                     del self.phrases[phrase]
-        self.seen -= gone
-        self.done = len(self.seen)
-        self.last = members[self.done - 1] if self.done else None
+        del collected[first:]
+        collected += kept
         self._ranked = None
+        return True
 
     def ranking(self, idf: Mapping[str, float], epoch: int, count: TokenCounter) -> Ranking:
         """`rank` of the lines, remembered until a line is added or the IDF changes: renders
@@ -172,9 +185,6 @@ class KeyLineState:
             and cached[0] == (self.added, epoch)
             and not any(t in idf for t in cached[2])
         )
-
-    def continues(self, members: list[int]) -> bool:
-        return self.done <= len(members) and (self.done == 0 or members[self.done - 1] == self.last)
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,3 +251,16 @@ def pick(ranking: Ranking, room: int, skip: str = "") -> list[KeyLine]:
         texts.add(lowered)
         used += cost
     return sorted(chosen, key=lambda line: (line.message_id, line.position))
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    """How many first items `a` and `b` share, if they agree up to some point and differ at
+    every position after it (as a member list does with what was collected from it)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high) // 2
+        if a[middle] == b[middle]:
+            low = middle + 1
+        else:
+            high = middle
+    return low

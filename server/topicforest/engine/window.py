@@ -400,8 +400,6 @@ class ContextWindow:
                 chunk = info.members[state.done : state.done + KEY_LINE_CHUNK]
                 for message in self.log.get_many(chunk):
                     state.add(message)
-                state.done += len(chunk)
-                state.last = info.members[state.done - 1]
             if time.perf_counter() > deadline:
                 return False
             if rank:  # bounded: MAX_KEY_LINES per topic
@@ -426,14 +424,12 @@ class ContextWindow:
     def _resumed(self, state: KeyLineState | None, members: list[int]) -> KeyLineState:
         """`state` without the members that left the topic, to go on from; a new one when
         that would cost more than collecting again (many left, or the list was reordered)."""
-        gone = state.left(members) if state is not None else None
-        if state is None or gone is None or len(gone) > KEY_LINE_CHUNK * 4:
-            return KeyLineState()
         try:
-            state.remove(self.log.get_many(gone), members)
+            if state is not None and state.resume(members, self.log.get_many, KEY_LINE_CHUNK * 4):
+                return state
         except KeyError:  # a message deleted meanwhile: nothing to take back from
-            return KeyLineState()
-        return state
+            pass
+        return KeyLineState()
 
     def key_lines(self, root: int) -> list[KeyLine] | None:
         """The topic's key lines as last collected (None: not collected yet)."""
