@@ -38,6 +38,11 @@ class RecallIndex:
         self.root_lengths[message_id] = root_length
         self._total_root_length += root_length
 
+    def warm(self, budget_seconds: float) -> bool:
+        """Build what a search would otherwise build first, for about `budget_seconds`; whether
+        all is built (this index is built as messages graduate; a stored one is loaded)."""
+        return True
+
     def forget(self, message_ids: set[int]) -> None:
         """Take deleted messages out of the index (rare: a whole pass over the postings)."""
         for term, ids in list(self.postings.items()):

@@ -145,8 +145,11 @@ class Upkeep:
             await self.summarize_dirty(idle=idle, settle=settle)
             if window.refine_pending:
                 self.kick()  # the next slice after this round, with turns let in between
+        # the recall index first: a question needs it, key lines serve renders with no query
         async for _ in self._steps():
-            if window.prepare_key_lines(STEP_SECONDS, rank=idle):
+            if window.recall.warm(STEP_SECONDS) and window.prepare_key_lines(
+                STEP_SECONDS, rank=idle
+            ):
                 break
         else:
             self.kick()
