@@ -3,7 +3,8 @@
 - fill: 4 real `topicforest serve` processes (one repository, four people) chat concurrently
   until the memory holds --messages messages (default 4,000, a few minutes here; --full: 100,000);
 - the chat critical path inside each server (receipt to the model request's first byte), p50/p99,
-  while the four chat at once, then while one chats and the three others load its commits; with
+  while the four chat at once (back to back, then with a pause between turns as people chat),
+  then while one chats and the three others load its commits; with
   where it went (append, render, send) and how much of it the event loop's thread was on a CPU
   (wall time far above that: the turn waited, for the database or for a CPU);
 - window open: a fifth server process spawned → its first `listTopics` answer (median, max);
@@ -30,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench_server import SERVE_DEBUG, P, fill, message, ms, server_log
+from bench_server import PAUSE, SERVE_DEBUG, P, fill, message, ms, server_log
 
 from topicforest.server.stdio_client import StdioClient
 from topicforest.testing.stub_llm import ThreadedStubLLM
@@ -202,14 +203,16 @@ def measure(
     print(f"fill: {total} messages by {WRITERS} servers in {took:.0f} s "
           f"({total / took:.0f} messages/s)")  # fmt: skip
 
-    def chatting(who: list[int], label: str) -> None:
-        """Each window in `who` chats `turns_each` turns back to back, all at once; prints the
-        critical path its server logged and where it went."""
+    def chatting(who: list[int], label: str, pause: float = 0.0) -> None:
+        """Each window in `who` chats `turns_each` turns, all at once, `pause` seconds between
+        a reply and its next question; prints the critical path its server logged and where
+        it went."""
         first = [len(c.notifications) for c in clients]
 
         def turns(k: int, client: StdioClient) -> None:
             if k in who:
                 for i in range(turns_each):
+                    time.sleep(pause)
                     params = {"threadId": f"crit-{k}", "turnId": f"{label}{k}-{i}",
                               "message": message(i)}  # fmt: skip
                     client.request(P + "chat", params)
@@ -221,8 +224,9 @@ def measure(
             for turn in server_log(c, f"{label}{k}-", first[k]).values()
         ]
         inside = [t.seconds for t in logged]
+        how = f"{pause} s between a reply and the next question" if pause else "back to back"
         print(f"chat critical path in the server, {len(who)} of the {WRITERS} windows chatting "
-              f"at once, {len(inside)} turns: {ms(inside, 50, 99)}")  # fmt: skip
+              f"at once ({how}), {len(inside)} turns: {ms(inside, 50, 99)}")  # fmt: skip
         for part in ("append", "render", "send", "on_cpu"):
             print(f"  {part}: {ms([getattr(t, part) for t in logged], 50, 99)}")
         slowest = sorted(logged, reverse=True)[: max(1, len(logged) // 50)]
@@ -230,8 +234,9 @@ def measure(
             f"{1000 * t.seconds:.0f} = {1000 * t.append:.0f} + {1000 * t.render:.0f}"
             f" + {1000 * t.send:.0f}; {1000 * t.on_cpu:.0f}" for t in slowest))  # fmt: skip
 
-    chatting(list(range(WRITERS)), "c")
-    chatting([1], "s")  # not the maintainer: the three others load each of its commits
+    chatting(list(range(WRITERS)), "c")  # as fast as they can: the 2 vCPUs are saturated
+    chatting(list(range(WRITERS)), "p", PAUSE)  # as people chat (fast ones)
+    chatting([1], "s")  # maybe not the maintainer: the three others load each of its commits
 
     opens = [first_list(folder, store, stub) for _ in range(5)]
     print(
