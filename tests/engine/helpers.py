@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
-from topicforest.engine import ContextWindow, WindowConfig
+from topicforest.engine import ContextWindow, Message, WindowConfig
+from topicforest.engine.messages import InMemoryMessageLog
 from topicforest.engine.state import PERSISTED
 
 TOPICS = {
@@ -24,6 +25,22 @@ TOPICS = {
         "/auth/refresh runs.",
     ),
 }
+
+
+class CountingLog(InMemoryMessageLog):
+    """The engine's log, remembering which messages were read, and in how many reads (a store
+    reads them from disk, or from a database server: a round trip each)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read: list[int] = []
+        self.reads = 0
+
+    def get_many(self, message_ids: Iterable[int]) -> list[Message]:
+        ids = list(message_ids)
+        self.read += ids
+        self.reads += 1
+        return super().get_many(ids)
 
 
 def exchange(topic: str, n: int) -> tuple[str, str]:

@@ -3,26 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 
 from topicforest.engine import ContextWindow, Message, WindowConfig
 from topicforest.engine.keylines import KeyLineState
-from topicforest.engine.messages import InMemoryMessageLog
 
-from .helpers import TOPICS, exchange
-
-
-class CountingLog(InMemoryMessageLog):
-    """The engine's log, remembering which messages were read (a store reads them from disk)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.read: list[int] = []
-
-    def get_many(self, message_ids: Iterable[int]) -> list[Message]:
-        ids = list(message_ids)
-        self.read += ids
-        return super().get_many(ids)
+from .helpers import TOPICS, CountingLog, exchange
 
 
 def collected(messages: list[Message]) -> KeyLineState:

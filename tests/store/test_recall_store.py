@@ -1,8 +1,11 @@
-"""A stored window's recall index: built in slices by upkeep, or at once by the first search."""
+"""A stored window's render reads: its recall index, built in slices by upkeep or at once by
+the first search, and the message texts it quotes, read in one statement."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
@@ -56,3 +59,26 @@ def test_recall_built_in_slices_while_others_graduate_equals_one_built_at_once(
     assert fresh.recall.search(query, fresh.embedder.idf)  # built now, at once
     assert index_of(wb) == index_of(fresh)
     assert all(len(ids) == len(set(ids)) for ids in index_of(wb)[0].values())
+
+
+def test_a_render_reads_what_it_quotes_in_one_statement(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Dirty topics' unsummarized members come with the recalled exchanges: on a team database
+    each read is a round trip, and a render after other windows' commits made one per topic."""
+    a = memory.open()
+    wa = a.open_window()
+    chat(a, sample_messages() + list(synthetic(120)), 0)
+    assert sum(wa.is_dirty(root) for root in wa.topic_ids()) >= 2
+    window = memory.open().open_window()  # nothing of the log read yet
+    window.recall.warm(60.0)
+    statements: list[str] = []
+    rows = Store.rows
+
+    def counted(store: Store, sql: str, params: Sequence[object] = ()) -> list[Any]:
+        statements.append(sql)
+        return rows(store, sql, params)
+
+    monkeypatch.setattr(Store, "rows", counted)
+    rendered = window.render(query="docker healthcheck pg_isready", thread_id="t0")
+    assert rendered.topics and len(statements) == 1, statements

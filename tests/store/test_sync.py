@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from topicforest.engine import UnknownTopic
+from topicforest.engine.embedding import norm_sq
 from topicforest.engine.resolver import resolve_all
 from topicforest.engine.summarize.extractive import ExtractiveSummarizer
 from topicforest.store import Store
@@ -127,6 +128,8 @@ def test_refreshes_within_and_across_idf_epochs_equal_a_fresh_open(memory: Memor
         epoch = wb.embedder.epoch
         b.refresh()
         in_place += wb.embedder.epoch == epoch and wb.embedder.n_docs > 0
+        idf = wb.embedder.idf  # every norm is current before any render (a turn's) needs it
+        assert all(c.norm_sq == norm_sq(c.terms, idf) for c in wb.index.centroids.values())
         fresh = memory.open()
         try:
             wc = fresh.open_window()

@@ -49,7 +49,7 @@ class CentroidIndex:
 
     def add(self, root: int, features: Features, tokens: int, timestamp: float) -> None:
         """Add one message's features to `root`'s centroid (creating it for a new singleton)."""
-        self._sync_epoch()
+        self.sync_epoch()
         idf = self.embedder.idf
         centroid = self.centroids.get(root)
         if centroid is None:
@@ -81,7 +81,7 @@ class CentroidIndex:
 
         O(terms of the exchange), like `add`: a big topic's vocabulary is tens of thousands of
         terms, and a round may move a hundred exchanges."""
-        self._sync_epoch()
+        self.sync_epoch()
         centroid = self.centroids[root]
         idf = self.embedder.idf
         held = centroid.terms
@@ -107,7 +107,7 @@ class CentroidIndex:
 
     def merge(self, survivor: int, absorbed: int) -> None:
         """Fold `absorbed` into `survivor` (after the forest's union)."""
-        self._sync_epoch()
+        self.sync_epoch()
         a, b = self.centroids[survivor], self.centroids.pop(absorbed)
         ab = self.pair_dot(survivor, absorbed, a, b)
         a.norm_sq = a.norm_sq + b.norm_sq + 2 * ab
@@ -146,13 +146,13 @@ class CentroidIndex:
 
     # -- similarity ------------------------------------------------------------------------
     def similarity(self, root: int, vector: Mapping[str, int], vector_norm_sq: float) -> float:
-        self._sync_epoch()
+        self.sync_epoch()
         centroid = self.centroids[root]
         denom = math.sqrt(vector_norm_sq * centroid.norm_sq)
         return dot(vector, centroid.terms, self.embedder.idf) / denom if denom > 0 else 0.0
 
     def pair_similarity(self, a: int, b: int) -> float:
-        self._sync_epoch()
+        self.sync_epoch()
         ca, cb = self.centroids[a], self.centroids[b]
         denom = math.sqrt(ca.norm_sq * cb.norm_sq)
         return self.pair_dot(a, b, ca, cb) / denom if denom > 0 else 0.0
@@ -190,7 +190,9 @@ class CentroidIndex:
                     best, best_cost = (a, b), cost
         return best
 
-    def _sync_epoch(self) -> None:
+    def sync_epoch(self) -> None:
+        """Every norm at the embedder's current IDF epoch (done at first use after a new one;
+        a window that loaded a new epoch does it at once, so no chat turn's render pays it)."""
         if self._epoch == self.embedder.epoch:
             return
         self._epoch = self.embedder.epoch

@@ -168,7 +168,16 @@ def render(
     shown: list[RenderedTopic] = []
     omitted: list[int] = []
     ranked = rank_topics(window, qvec, active_file)
-    recalled = _recall(window, qvec, int(space * RECALL_SHARE))
+    # The messages the blocks may quote (dirty topics' unsummarized members) are read with the
+    # recalled ones: the log may be on a database server, and a read per topic cost a round trip
+    # each (several milliseconds in a render after other windows' commits)
+    quotable = [
+        m
+        for root, _ in ranked
+        if root not in window.expanded and window.is_dirty(root)
+        for m in window.uncovered(root)
+    ]
+    recalled = _recall(window, qvec, int(space * RECALL_SHARE), quotable)
     # A topic's share of what is left grows with the square root of its size (big topics hold
     # more facts, small ones still get a line) and with its relevance to the query.
     weights = [
@@ -406,29 +415,32 @@ class Recalled:
     tokens: int
 
 
-def _recall(window: RenderSource, qvec: Counter[str], room: int) -> dict[int, list[Recalled]]:
-    """The exchanges most relevant to the query, by topic, within `room` tokens.
+def _recall(
+    window: RenderSource, qvec: Counter[str], room: int, also: list[int]
+) -> dict[int, list[Recalled]]:
+    """The exchanges most relevant to the query, by topic, within `room` tokens (the messages
+    `also` are read with theirs).
 
     A question and its answer are found together (the question names what was asked, the
     answer holds the fact) and ranked by their summed scores. The best exchange gets the
     largest share of the room; a message longer than its share comes back as an excerpt: the
     passages that match, with their file."""
-    if not qvec or room <= 0:
-        return {}
     forest, log = window.forest, window.log
     scores = {
         message_id: score
-        for message_id, score in window.recall.search(qvec, window.embedder.idf)
+        for message_id, score in (
+            window.recall.search(qvec, window.embedder.idf) if qvec and room > 0 else []
+        )
         if message_id in forest
         and not forest.root(forest.find(message_id)).dropped
         and forest.find(message_id) not in window.expanded
     }
+    # Each hit's exchange: a reply's question is the message before it, a question's reply the
+    # one after (same thread, both graduated); one fetch for hits, neighbours and `also`.
+    wanted = {n for m in scores for n in (m - 1, m, m + 1) if n in forest}
+    messages = {m.id: m for m in log.get_many(sorted(wanted.union(also)))} if wanted or also else {}
     if not scores:
         return {}
-    # Each hit's exchange: a reply's question is the message before it, a question's reply the
-    # one after (same thread, both graduated); one fetch for hits and neighbours.
-    wanted = sorted({n for m in scores for n in (m - 1, m, m + 1) if n in forest})
-    messages = {m.id: m for m in log.get_many(wanted)}
     exchanges: dict[int, list[Message]] = {}
     totals: dict[int, float] = {}
     for message_id, score in scores.items():

@@ -208,6 +208,8 @@ class ContextWindow:
         self.fallback_summary = delta.fallback_summary
         if delta.recall is not None:
             self.recall = delta.recall
+        if new_epoch:  # every norm now: at 100,000 messages ~8 ms, the next render's otherwise
+            index.sync_epoch()
 
     # -- messages --------------------------------------------------------------------------
     def append(
