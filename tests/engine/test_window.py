@@ -217,3 +217,26 @@ def test_uncovered_members_follow_graduation_summaries_and_merges() -> None:
             window.apply_summary(job, SummaryResult(f"summary {i}", "test"))
             check()
     assert any(window.uncovered(r) for r in window.forest.live_roots())  # partial batches left some
+
+
+def test_a_lagging_summary_is_digested_from_the_newest_new_messages_only() -> None:
+    """Thousands of messages waiting for a summary (a slow model, a busy team) are not all read
+    and digested by every render: a room that cannot hold them gets a digest of the newest."""
+    from topicforest.engine.render import DIGEST_MESSAGES
+
+    from .helpers import CountingLog, exchange
+
+    log = CountingLog()
+    window = ContextWindow(WindowConfig(history_budget=512, max_topics=1), log=log)
+    for i in range(3 * DIGEST_MESSAGES):
+        user, reply = exchange(("loader", "docker", "auth")[i % 3], i)
+        window.append("main", "user", user)
+        window.append("main", "assistant", reply)
+        window.graduate()
+    (root,) = window.topic_ids()
+    assert window.is_dirty(root) and len(window.uncovered(root)) > 4 * DIGEST_MESSAGES
+    log.read.clear()
+    rendered = window.render(thread_id="main")  # no query, no key lines collected: a digest
+    assert rendered.topics and rendered.topics[0].id == root
+    newest = set(window.uncovered(root)[-DIGEST_MESSAGES:])
+    assert set(log.read) == newest

@@ -40,6 +40,11 @@ MIN_RELATIVE_SCORE = 0.25  # an exchange scoring less than this share of the bes
 QUESTION_SHARE = 0.25  # of an exchange's room, for a question too long to recall whole
 SHORT_QUESTION = 80  # tokens: a question this short is recalled whole with its answer
 MIN_EXCERPT = 24
+# A dirty topic's new messages that cannot all fit (each costs this many tokens quoted, at
+# least) are digested from the newest DIGEST_MESSAGES only: a lagging summarizer leaves
+# thousands, and reading and digesting them all cost a chat turn's render 20 ms at 100,000.
+MIN_QUOTED_TOKENS = 5
+DIGEST_MESSAGES = 64
 SUMMARY_SHARE = 0.15  # of a topic's room with no query; key lines take the rest
 RENDER_SENTENCE_SHARE = 0.25  # of a cut summary's room for whole sentences; the rest names things
 RECENCY_WEIGHT = 0.05
@@ -175,7 +180,7 @@ def render(
         m
         for root, _ in ranked
         if root not in window.expanded and window.is_dirty(root)
-        for m in window.uncovered(root)
+        for m in _quotable(window.uncovered(root), space)
     ]
     recalled = _recall(window, qvec, int(space * RECALL_SHARE), quotable)
     # A topic's share of what is left grows with the square root of its size (big topics hold
@@ -334,6 +339,7 @@ def _topic_block(
     ids: list[int] = []
     lines = window.key_lines(root) if not qvec else None
     pending = [m for m in window.uncovered(root) if m not in shown_elsewhere] if dirty else []
+    pending = _quotable(pending, room)
     verbatim = window.log.get_many(pending) if pending else []
     base = count(quote(summary_text)) + 1 if summary else 0
     fits = dirty and base + sum(m.tokens + 4 for m in verbatim) <= room
@@ -374,6 +380,12 @@ def _topic_block(
     if pinned:  # pinned topics always appear, cut to what fits
         return truncate("\n".join([header, body]), space - 1, count), (mode, tuple(ids))
     return "", (mode, ())
+
+
+def _quotable(pending: list[int], room: int) -> list[int]:
+    """The new messages a block of `room` tokens may quote: all, if they might fit; else the
+    newest, which a digest of that room cannot exhaust."""
+    return pending if len(pending) * MIN_QUOTED_TOKENS <= room else pending[-DIGEST_MESSAGES:]
 
 
 def fit_summary(window: RenderSource, root: int, text: str, room: int) -> str:
