@@ -217,6 +217,13 @@ def test_uncovered_members_follow_graduation_summaries_and_merges() -> None:
             window.apply_summary(job, SummaryResult(f"summary {i}", "test"))
             check()
     assert any(window.uncovered(r) for r in window.forest.live_roots())  # partial batches left some
+    # A summary replaced by one that covers less (a topic summarized afresh): all are new again.
+    root = next(r for r in window.forest.live_roots() if r in window.summaries)
+    del window.summaries[root]
+    check()
+    (job,) = [j for j in window.summary_jobs(force=True) if j.topic_id == root]
+    window.apply_summary(replace(job, message_ids=job.message_ids[:2]), SummaryResult("s", "t"))
+    check()
 
 
 def test_a_lagging_summary_is_digested_from_the_newest_new_messages_only() -> None:

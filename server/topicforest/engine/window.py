@@ -763,20 +763,27 @@ class ContextWindow:
         """The topic's members no summary covers yet, in member order.
 
         Remembered until the topic or its summary changes: a render meets every dirty topic,
-        and scanning a big topic's members each time cost a millisecond per turn at 10k. A
-        list that only grew at its end (a graduation, here or in another window) is scanned
-        from where the last scan stopped."""
+        and scanning a big topic's members each time cost a millisecond per turn at 10k. After
+        a change that only added members at the end of the list and to what the summary covers
+        (a graduation, a new summary of the same topic: here or in another window) only the
+        remembered ones and the new members are looked at; at 100,000 messages a render after a
+        round of summaries rescanned every topic's thousands of members."""
         summary = self.summaries.get(root)
         info = self.forest.root(root)
         members = info.members
         covered = summary.covered if summary else set()
         cached = self._uncovered.get(root)
-        if cached and cached.summary is summary and cached.covered == len(covered):
-            if cached.version == info.version:
+        if cached is not None:
+            same = cached.summary is summary and cached.covered == len(covered)
+            if same and cached.version == info.version:
                 return cached.ids
             done = cached.scanned
-            if done <= len(members) and (not done or members[done - 1] == cached.last):
-                ids = cached.ids + [m for m in members[done:] if m not in covered]
+            grew = done <= len(members) and (not done or members[done - 1] == cached.last)
+            before = cached.summary.covered if cached.summary else set()
+            # a summary's covered set only grows in place; a new one must hold the old one's
+            if grew and (cached.summary is summary or before <= covered):
+                kept = cached.ids if same else [m for m in cached.ids if m not in covered]
+                ids = kept + [m for m in members[done:] if m not in covered]
                 return self._scanned(root, info.version, summary, len(covered), members, ids)
         ids = [m for m in members if m not in covered]
         return self._scanned(root, info.version, summary, len(covered), members, ids)
