@@ -41,8 +41,8 @@ QUESTION_SHARE = 0.25  # of an exchange's room, for a question too long to recal
 SHORT_QUESTION = 80  # tokens: a question this short is recalled whole with its answer
 MIN_EXCERPT = 24
 # A dirty topic's new messages that cannot all fit (each costs this many tokens quoted, at
-# least) are digested from the newest DIGEST_MESSAGES only: a lagging summarizer leaves
-# thousands, and reading and digesting them all cost a chat turn's render 20 ms at 100,000.
+# least) are digested from the newest DIGEST_MESSAGES only: a lagging summarizer can leave
+# thousands, and every render read and digested them all (its cost grew with the backlog).
 MIN_QUOTED_TOKENS = 5
 DIGEST_MESSAGES = 64
 SUMMARY_SHARE = 0.15  # of a topic's room with no query; key lines take the rest

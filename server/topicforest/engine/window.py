@@ -128,7 +128,7 @@ class ContextWindow:
         self.pending_terms: dict[int, Counter[str]] = {}  # members no summary covers yet
         self.fallback_summary: str | None = None
         self._titles: dict[tuple[int, int, int, str], str] = {}
-        # per topic: (version, summary, covered count) -> its members no summary covers yet
+        # per topic: its members no summary covers yet, as last scanned (see `uncovered`)
         self._uncovered: dict[int, Uncovered] = {}
         self.summary_digests: dict[tuple[int, ...], Digest] = {}  # render cuts summaries to fit
         self._last_planted: dict[str, int] = {}  # per thread, the newest graduated message
