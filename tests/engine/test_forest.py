@@ -167,3 +167,17 @@ def test_update_roots_follows_a_copy_changed_elsewhere(
         fresh = Forest.from_snapshot(writer.snapshot())
         assert reader.snapshot() == fresh.snapshot()
         assert all(reader.find(i) == fresh.find(i) for i in items)
+
+
+def test_list_changes_finds_members_that_left_and_those_appended() -> None:
+    from topicforest.engine.forest import list_changes
+
+    before = list(range(1, 21))
+    assert list_changes(before, before) == ([], [])
+    assert list_changes(before, [*before, 30, 31]) == ([], [30, 31])
+    moved_out = [m for m in before if m not in (5, 6, 17)]
+    assert list_changes(before, [*moved_out, 40]) == ([5, 6, 17], [40])
+    assert list_changes(before, before[:-2]) == ([19, 20], [])
+    assert list_changes(before, []) == (before, [])
+    swapped = [*before[:10], before[11], before[10], *before[12:]]
+    assert list_changes(before, swapped) is None  # not how a member list changes

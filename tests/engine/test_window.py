@@ -217,6 +217,19 @@ def test_uncovered_members_follow_graduation_summaries_and_merges() -> None:
             window.apply_summary(job, SummaryResult(f"summary {i}", "test"))
             check()
     assert any(window.uncovered(r) for r in window.forest.live_roots())  # partial batches left some
+    # Re-clustering moves an exchange not yet summarized out of the middle of a topic.
+    moved = 0
+    for unit in list(window.refiner.units.values()):
+        source = window.forest.find(unit.ids[0])
+        target = next((r for r in window.forest.live_roots() if r != source), None)
+        members = window.forest.members(source)
+        middle = set(unit.ids) <= set(members[:-2]) and set(unit.ids) & set(
+            window.uncovered(source)
+        )
+        if middle and target is not None and window.move_unit(unit, source, target):
+            moved += 1
+            check()
+    assert moved
     # A summary replaced by one that covers less (a topic summarized afresh): all are new again.
     root = next(r for r in window.forest.live_roots() if r in window.summaries)
     del window.summaries[root]

@@ -260,3 +260,24 @@ class Forest:
             int(str(data["next_order"])),
         )
         return forest
+
+
+def list_changes(before: list[int], after: list[int]) -> tuple[list[int], list[int]] | None:
+    """The members that left a topic's list and those appended to it, from `before` to `after`;
+    None if `after` is not `before` less some members plus some at its end (member lists only
+    change so: re-clustering moves an exchange out, graduations and merges add at the end).
+
+    The lists agree up to the first member that left (found by bisection), so only the part
+    after it is compared: a big topic that lost a recent exchange costs little."""
+    low, high = 0, min(len(before), len(after))
+    while low < high:  # the first position where they differ
+        middle = (low + high) // 2
+        if before[middle] == after[middle]:
+            low = middle + 1
+        else:
+            high = middle
+    rest = set(after[low:])
+    kept = [m for m in before[low:] if m in rest]
+    if after[low : low + len(kept)] != kept:
+        return None
+    return [m for m in before[low:] if m not in rest], after[low + len(kept) :]

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from topicforest.engine.embedding import STOPWORDS, extract
+from topicforest.engine.forest import list_changes
 from topicforest.engine.messages import Message
 from topicforest.engine.passages import VALUE, split_passages
 from topicforest.engine.summarize.extractive import entities
@@ -140,18 +141,11 @@ class KeyLineState:
     ) -> bool:
         """Take out what members that left the topic added (read again with `read`), so that
         collection goes on from the ones still in `members`; False (nothing changed) if that
-        is not how `members` differs (none left, over `most` left, or reordered): start again.
-
-        Lists only lose members and grow at their end, so they match what was collected up
-        to the first member that left (found by bisection), and the rest of it follows in
-        order: only the part from there on is compared."""
-        collected = self.collected
-        first = _common_prefix(collected, members)
-        after = set(members[first:])
-        kept = [m for m in collected[first:] if m in after]
-        gone = [m for m in collected[first:] if m not in after]
-        if not gone or len(gone) > most or members[first : first + len(kept)] != kept:
+        is not how `members` differs (none left, over `most` left, or reordered): start again."""
+        changes = list_changes(self.collected, members)
+        if changes is None or not changes[0] or len(changes[0]) > most:
             return False
+        gone = changes[0]
         messages = read(gone)
         gone_ids = set(gone)
         self.lines = [line for line in self.lines if line.message_id not in gone_ids]
@@ -162,8 +156,7 @@ class KeyLineState:
                     self.phrases[phrase] = left
                 else:
                     del self.phrases[phrase]
-        del collected[first:]
-        collected += kept
+        self.collected = [m for m in self.collected if m not in gone_ids]
         self._ranked = None
         return True
 
@@ -251,16 +244,3 @@ def pick(ranking: Ranking, room: int, skip: str = "") -> list[KeyLine]:
         texts.add(lowered)
         used += cost
     return sorted(chosen, key=lambda line: (line.message_id, line.position))
-
-
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    """How many first items `a` and `b` share, if they agree up to some point and differ at
-    every position after it (as a member list does with what was collected from it)."""
-    low, high = 0, min(len(a), len(b))
-    while low < high:
-        middle = (low + high) // 2
-        if a[middle] == b[middle]:
-            low = middle + 1
-        else:
-            high = middle
-    return low

@@ -20,7 +20,7 @@ from topicforest.engine.centroids import CentroidIndex
 from topicforest.engine.config import WindowConfig
 from topicforest.engine.embedding import Embedder, Features, extract, norm_sq
 from topicforest.engine.errors import InvalidMessage, UnknownTopic
-from topicforest.engine.forest import Forest
+from topicforest.engine.forest import Forest, list_changes
 from topicforest.engine.keylines import KeyLine, KeyLineState, pick
 from topicforest.engine.keylines import phrases as message_phrases
 from topicforest.engine.messages import (
@@ -63,8 +63,7 @@ class Uncovered(NamedTuple):
     version: int  # the topic's, then
     summary: Summary | None
     covered: int  # how many members the summary covered (it can grow in place)
-    scanned: int  # how many members were scanned, the last of which was `last`
-    last: int | None
+    members: list[int]  # the member list scanned (a copy)
     ids: list[int]
 
 
@@ -764,26 +763,31 @@ class ContextWindow:
 
         Remembered until the topic or its summary changes: a render meets every dirty topic,
         and scanning a big topic's members each time cost a millisecond per turn at 10k. After
-        a change that only added members at the end of the list and to what the summary covers
-        (a graduation, a new summary of the same topic: here or in another window) only the
-        remembered ones and the new members are looked at; at 100,000 messages a render after a
-        round of summaries rescanned every topic's thousands of members."""
+        a change that took members out, added some at the end or added to what the summary
+        covers (re-clustering, a graduation, a new summary of the same topic: here or in
+        another window) only the remembered ones and the changed part of the list are looked
+        at; at 100,000 messages a render after other windows' upkeep rescanned topic after
+        topic of thousands of members."""
         summary = self.summaries.get(root)
         info = self.forest.root(root)
         members = info.members
         covered = summary.covered if summary else set()
         cached = self._uncovered.get(root)
         if cached is not None:
-            same = cached.summary is summary and cached.covered == len(covered)
-            if same and cached.version == info.version:
+            if (
+                cached.summary is summary
+                and cached.covered == len(covered)
+                and cached.version == info.version
+            ):
                 return cached.ids
-            done = cached.scanned
-            grew = done <= len(members) and (not done or members[done - 1] == cached.last)
             before = cached.summary.covered if cached.summary else set()
             # a summary's covered set only grows in place; a new one must hold the old one's
-            if grew and (cached.summary is summary or before <= covered):
-                kept = cached.ids if same else [m for m in cached.ids if m not in covered]
-                ids = kept + [m for m in members[done:] if m not in covered]
+            grew = cached.summary is summary or before <= covered
+            changes = list_changes(cached.members, members) if grew else None
+            if changes is not None:
+                gone = set(changes[0])
+                ids = [m for m in cached.ids if m not in gone and m not in covered]
+                ids += [m for m in changes[1] if m not in covered]
                 return self._scanned(root, info.version, summary, len(covered), members, ids)
         ids = [m for m in members if m not in covered]
         return self._scanned(root, info.version, summary, len(covered), members, ids)
@@ -799,8 +803,7 @@ class ContextWindow:
     ) -> list[int]:
         if len(self._uncovered) > 4 * self.config.max_topics + 64:
             self._uncovered.clear()
-        last = members[-1] if members else None
-        self._uncovered[root] = Uncovered(version, summary, covered, len(members), last, ids)
+        self._uncovered[root] = Uncovered(version, summary, covered, list(members), ids)
         return ids
 
     def summary_target(self) -> int:
