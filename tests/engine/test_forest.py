@@ -181,3 +181,6 @@ def test_list_changes_finds_members_that_left_and_those_appended() -> None:
     assert list_changes(before, []) == (before, [])
     swapped = [*before[:10], before[11], before[10], *before[12:]]
     assert list_changes(before, swapped) is None  # not how a member list changes
+    # 2-7 moved out, then 3 back in, where it was: bisection lands past the first that left
+    back = [1, 8, 3, 9, 10, 11, 12, 13]
+    assert list_changes(list(range(1, 9)), back) in (None, ([2, 3, 4, 5, 6, 7], back[2:]))

@@ -267,8 +267,9 @@ def list_changes(before: list[int], after: list[int]) -> tuple[list[int], list[i
     None if `after` is not `before` less some members plus some at its end (member lists only
     change so: re-clustering moves an exchange out, graduations and merges add at the end).
 
-    The lists agree up to the first member that left (found by bisection), so only the part
-    after it is compared: a big topic that lost a recent exchange costs little."""
+    The lists agree up to the first member that left, found by bisection (checked whole, in C:
+    a member moved out and back in can defeat it), and only the part after it is compared in
+    Python: a big topic that lost a recent exchange costs little."""
     low, high = 0, min(len(before), len(after))
     while low < high:  # the first position where they differ
         middle = (low + high) // 2
@@ -276,6 +277,8 @@ def list_changes(before: list[int], after: list[int]) -> tuple[list[int], list[i
             low = middle + 1
         else:
             high = middle
+    if before[:low] != after[:low]:
+        return None
     rest = set(after[low:])
     kept = [m for m in before[low:] if m in rest]
     if after[low : low + len(kept)] != kept:
