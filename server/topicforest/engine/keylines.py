@@ -145,7 +145,7 @@ class KeyLineState:
         changes = list_changes(self.collected, members)
         if changes is None or not changes[0] or len(changes[0]) > most:
             return False
-        gone = changes[0]
+        gone, appended = changes
         messages = read(gone)
         gone_ids = set(gone)
         self.lines = [line for line in self.lines if line.message_id not in gone_ids]
@@ -156,7 +156,7 @@ class KeyLineState:
                     self.phrases[phrase] = left
                 else:
                     del self.phrases[phrase]
-        self.collected = [m for m in self.collected if m not in gone_ids]
+        self.collected = members[: len(members) - len(appended)]  # the ones still there
         self._ranked = None
         return True
 

@@ -773,6 +773,7 @@ class ContextWindow:
         members = info.members
         covered = summary.covered if summary else set()
         cached = self._uncovered.get(root)
+        changes = None
         if cached is not None:
             if (
                 cached.summary is summary
@@ -782,28 +783,17 @@ class ContextWindow:
                 return cached.ids
             before = cached.summary.covered if cached.summary else set()
             # a summary's covered set only grows in place; a new one must hold the old one's
-            grew = cached.summary is summary or before <= covered
-            changes = list_changes(cached.members, members) if grew else None
-            if changes is not None:
-                gone = set(changes[0])
-                ids = [m for m in cached.ids if m not in gone and m not in covered]
-                ids += [m for m in changes[1] if m not in covered]
-                return self._scanned(root, info.version, summary, len(covered), members, ids)
-        ids = [m for m in members if m not in covered]
-        return self._scanned(root, info.version, summary, len(covered), members, ids)
-
-    def _scanned(
-        self,
-        root: int,
-        version: int,
-        summary: Summary | None,
-        covered: int,
-        members: list[int],
-        ids: list[int],
-    ) -> list[int]:
+            if cached.summary is summary or before <= covered:
+                changes = list_changes(cached.members, members)
+        if cached is not None and changes is not None:
+            gone = set(changes[0])
+            ids = [m for m in cached.ids if m not in gone and m not in covered]
+            ids += [m for m in changes[1] if m not in covered]
+        else:
+            ids = [m for m in members if m not in covered]
         if len(self._uncovered) > 4 * self.config.max_topics + 64:
             self._uncovered.clear()
-        self._uncovered[root] = Uncovered(version, summary, covered, list(members), ids)
+        self._uncovered[root] = Uncovered(info.version, summary, len(covered), list(members), ids)
         return ids
 
     def summary_target(self) -> int:

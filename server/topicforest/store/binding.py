@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from urllib.parse import unquote, urlparse
 
 from topicforest.engine.config import WindowConfig
@@ -19,7 +19,7 @@ from topicforest.engine.messages import Message
 from topicforest.engine.tokens import TokenCounter, estimate_tokens
 from topicforest.store.errors import StoreError
 from topicforest.store.store import Store, StoredWindow, ThreadRow
-from topicforest.store.watcher import watch_store
+from topicforest.store.watcher import Quiet, watch_store
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class StoreBinding:
         self,
         on_external: Callable[[], None],
         on_lease: Callable[[], None],
-        quiet: Callable[[], Awaitable[object]] | None = None,
+        quiet: Quiet | None = None,
     ) -> None:
         """Start watching (needs a running loop). `on_external`: others changed the memory;
         `on_lease`: this process just became the maintainer, or has upkeep to do; `quiet`:

@@ -203,7 +203,7 @@ class Mirror:
         spend, spend_gone = self._load_changed(conn, SPEND, before.spend, since)
         pending, pending_gone = self._load_pending(conn, before, since)
         recall = None
-        if self.recall is None:  # the recall index is built when a render first needs it
+        if self.recall is None:  # built later: by upkeep in slices, or by the first search
             recall = self.recall = StoredRecall(self._recall_loader(conn, window, self.dialect))
         delta = StateDelta(
             vocabulary=self._load_doc_freq(conn, meta, since),

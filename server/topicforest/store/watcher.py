@@ -16,12 +16,15 @@ from topicforest.store.store import Store
 
 log = logging.getLogger(__name__)
 
+# Awaited before loading others' commits (the workspace's send gate: see `watch_store`).
+Quiet = Callable[[], Awaitable[object]]
+
 
 async def watch_store(
     store: Store,
     on_change: Callable[[], Awaitable[None] | None],
     stop: asyncio.Event | None = None,
-    quiet: Callable[[], Awaitable[object]] | None = None,
+    quiet: Quiet | None = None,
 ) -> None:
     """Until `stop` is set: after each commit by another process, refresh and call `on_change`.
 

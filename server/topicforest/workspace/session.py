@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
@@ -19,6 +19,7 @@ from topicforest.attachments import AttachmentLog, InMemoryAttachments
 from topicforest.engine import ContextWindow, Message
 from topicforest.engine.render import sanitize_line
 from topicforest.store.binding import StoreBinding
+from topicforest.store.watcher import Quiet
 
 THREAD_TITLE_CHARS = 200  # a title the user gave; a first message makes one of at most 80
 FIRST_MESSAGE_TITLE_CHARS = 80
@@ -64,10 +65,7 @@ class StoreSession(Protocol):
         """Put this process's commits on disk (off the loop: an fsync can take milliseconds)."""
 
     def start(
-        self,
-        on_external: Callable[[], None],
-        on_lease: Callable[[], None],
-        quiet: Callable[[], Awaitable[object]],
+        self, on_external: Callable[[], None], on_lease: Callable[[], None], quiet: Quiet
     ) -> None:
         """Begin watching for other windows' commits (loaded once `quiet` returns) and for the
         maintenance lease."""
@@ -130,10 +128,7 @@ class NullSession:
         return None
 
     def start(
-        self,
-        on_external: Callable[[], None],
-        on_lease: Callable[[], None],
-        quiet: Callable[[], Awaitable[object]],
+        self, on_external: Callable[[], None], on_lease: Callable[[], None], quiet: Quiet
     ) -> None:
         return None
 
@@ -219,10 +214,7 @@ class StoredSession:
             await asyncio.to_thread(self.binding.store.sync)
 
     def start(
-        self,
-        on_external: Callable[[], None],
-        on_lease: Callable[[], None],
-        quiet: Callable[[], Awaitable[object]],
+        self, on_external: Callable[[], None], on_lease: Callable[[], None], quiet: Quiet
     ) -> None:
         self.binding.start(on_external, on_lease, quiet)
 
