@@ -2,9 +2,11 @@
 
 - fill: 4 real `topicforest serve` processes (one repository, four people) chat concurrently
   until the memory holds --messages messages (default 4,000, a few minutes here; --full: 100,000);
-- the chat critical path inside each server (receipt to the model request's first byte), p50/p99,
-  while the four chat at once (back to back, then with a pause between turns as people chat),
-  then while one chats and the three others load its commits; with
+- once the servers have caught up with the fill (graduation, re-clustering, summaries: the fill
+  writes far faster than people chat), the chat critical path inside each server (receipt to
+  the model request's first byte), p50/p99, while the four chat at once (back to back, then
+  with pauses between turns as people chat: random, 0.25 s on average, so that the four do not
+  type in lockstep), then while one chats and the three others load its commits; with
   where it went (append, render, send) and how much of it the event loop's thread was on a CPU
   (wall time far above that: the turn waited, for the database or for a CPU);
 - window open: a fifth server process spawned → its first `listTopics` answer (median, max);
@@ -21,6 +23,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
+import random
 import statistics
 import subprocess
 import sys
@@ -45,6 +49,27 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time a process (and its children: the litellm worker) has used."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    own = sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+    return own / os.sysconf("SC_CLK_TCK") + sum(cpu_seconds(c) for c in children(pid))
+
+
+def settle(clients: list[StdioClient], every: float = 5.0, limit: float = 600.0) -> float:
+    """Wait until the servers are done with what the fill left them: together under 10% of a
+    CPU over `every` seconds (or `limit` passed); the seconds waited."""
+    started = time.perf_counter()
+    used = sum(cpu_seconds(c.process.pid) for c in clients)
+    while time.perf_counter() - started < limit:
+        time.sleep(every)
+        now = sum(cpu_seconds(c.process.pid) for c in clients)
+        if now - used < 0.1 * every:
+            break
+        used = now
+    return time.perf_counter() - started
 
 
 def children(pid: int) -> list[int]:
@@ -202,17 +227,20 @@ def measure(
     took = time.perf_counter() - started
     print(f"fill: {total} messages by {WRITERS} servers in {took:.0f} s "
           f"({total / took:.0f} messages/s)")  # fmt: skip
+    print(f"caught up with the fill (upkeep: graduation, re-clustering, summaries, key lines) "
+          f"in {settle(clients):.0f} s")  # fmt: skip
 
     def chatting(who: list[int], label: str, pause: float = 0.0) -> None:
-        """Each window in `who` chats `turns_each` turns, all at once, `pause` seconds between
-        a reply and its next question; prints the critical path its server logged and where
-        it went."""
+        """Each window in `who` chats `turns_each` turns, all at once, `pause` seconds on
+        average between a reply and its next question (people do not type in lockstep);
+        prints the critical path its server logged and where it went."""
         first = [len(c.notifications) for c in clients]
 
         def turns(k: int, client: StdioClient) -> None:
+            think = random.Random(k)  # the same pauses in every run
             if k in who:
                 for i in range(turns_each):
-                    time.sleep(pause)
+                    time.sleep(think.uniform(0, 2 * pause))
                     params = {"threadId": f"crit-{k}", "turnId": f"{label}{k}-{i}",
                               "message": message(i)}  # fmt: skip
                     client.request(P + "chat", params)
@@ -224,7 +252,9 @@ def measure(
             for turn in server_log(c, f"{label}{k}-", first[k]).values()
         ]
         inside = [t.seconds for t in logged]
-        how = f"{pause} s between a reply and the next question" if pause else "back to back"
+        how = "back to back"
+        if pause:
+            how = f"{pause} s on average between a reply and the next question"
         print(f"chat critical path in the server, {len(who)} of the {WRITERS} windows chatting "
               f"at once ({how}), {len(inside)} turns: {ms(inside, 50, 99)}")  # fmt: skip
         for part in ("append", "render", "send", "on_cpu"):

@@ -38,3 +38,9 @@ def test_scoring_stops_adding_common_terms_past_the_postings_bound() -> None:
     assert {1, 2} <= found
     assert found & set(range(10, 10 + size))  # the first common term is still scored
     assert not found & set(range(20_000, 20_000 + size))  # the second would pass the bound
+
+
+def test_a_rarest_term_past_the_bound_is_scored_in_its_newest_messages() -> None:
+    index = index_of({"loader": range(1, 2 * MAX_POSTINGS + 1)}, messages=10 * MAX_POSTINGS)
+    found = [mid for mid, _ in index.search({"loader": 1}, {"loader": 2.0}, 10 * MAX_POSTINGS)]
+    assert sorted(found) == list(range(MAX_POSTINGS + 1, 2 * MAX_POSTINGS + 1))

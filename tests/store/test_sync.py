@@ -11,7 +11,7 @@ from topicforest.engine.embedding import norm_sq
 from topicforest.engine.resolver import resolve_all
 from topicforest.engine.summarize.extractive import ExtractiveSummarizer
 from topicforest.store import Store
-from topicforest.store.watcher import watch_store
+from topicforest.store.watcher import RELOAD_SECONDS, watch_store
 
 from .conftest import Memory, sample_messages, state_of, synthetic
 
@@ -107,6 +107,34 @@ async def test_watcher_loads_others_commits_only_once_quiet(memory: Memory) -> N
     turn_sent.set()
     await asyncio.wait_for(seen.wait(), timeout=3)
     assert wb.topic(topic).dropped
+    stop.set()
+    await asyncio.wait_for(watcher, timeout=3)
+
+
+async def test_watcher_loads_a_burst_of_commits_together(memory: Memory) -> None:
+    """Another window committing every 40 ms is loaded at most every `RELOAD_SECONDS` (each
+    load costs a reload and an upkeep round), and its last commit is loaded."""
+    a, b = memory.open(), memory.open()
+    wa, wb = a.open_window(), b.open_window()
+    await fill_async(a)
+    b.refresh()
+    loads, stop = [0], asyncio.Event()
+
+    def loaded() -> None:
+        loads[0] += 1
+
+    watcher = asyncio.create_task(watch_store(b, loaded, stop))
+    await asyncio.sleep(0.3)  # let the watch start
+    topic, commits, started = wa.topic_ids()[0], 24, asyncio.get_running_loop().time()
+    for i in range(commits):
+        wa.pin(topic, pinned=i % 2 == 0)
+        await asyncio.sleep(0.04)
+    took = asyncio.get_running_loop().time() - started
+    wa.drop(topic)
+    async with asyncio.timeout(5):
+        while not wb.topic(topic).dropped:
+            await asyncio.sleep(0.05)
+    assert 1 <= loads[0] <= took / RELOAD_SECONDS + 2
     stop.set()
     await asyncio.wait_for(watcher, timeout=3)
 

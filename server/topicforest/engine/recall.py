@@ -73,11 +73,14 @@ class RecallIndex:
         scores: dict[int, float] = {}
         scanned = 0
         for term in usable:  # rarest first
-            scanned += len(self.postings[term])
+            postings = self.postings[term]
+            scanned += len(postings)
             if scanned > MAX_POSTINGS and scores:
                 break
             weight = idf.get(term, 0.0)
-            for message_id in self.postings[term]:
+            # A rarest term that alone passes the bound (in a big memory every query term can
+            # be in thousands of messages) is scored in its newest messages only.
+            for message_id in postings[-MAX_POSTINGS:]:
                 scores[message_id] = scores.get(message_id, 0.0) + weight
         if not scores:
             return []
