@@ -25,6 +25,7 @@ import argparse
 import contextlib
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -195,6 +196,8 @@ def main() -> int:
     )  # fmt: skip
     args = parser.parse_args()
     total = 100_000 if args.full else args.messages
+    # Stopped (a CI timeout, kill): unwind, so the PostgreSQL server and the windows stop too.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     with (
         tempfile.TemporaryDirectory() as tmp,
         team_store(args.store, Path(tmp)) as chosen,
