@@ -2,9 +2,10 @@
 
 - fill: 4 real `topicforest serve` processes (one repository, four people) chat concurrently
   until the memory holds --messages messages (default 4,000, a few minutes here; --full: 100,000);
-- once the servers have caught up with the fill (graduation, re-clustering, summaries: the fill
-  writes far faster than people chat), the chat critical path inside each server (receipt to
-  the model request's first byte), p50/p99, while the four chat at once (back to back, then
+- the chat critical path inside each server (receipt to the model request's first byte),
+  p50/p99, each row starting once the servers are at rest (caught up with the fill's or the
+  last row's graduation, re-clustering and summaries: the fill writes far faster than people
+  chat), while the four chat at once (back to back, then
   with pauses between turns as people chat: random, 0.25 s on average, so that the four do not
   type in lockstep), then while one chats and the three others load its commits; with
   where it went (append, render, send) and how much of it the event loop's thread was on a CPU
@@ -232,11 +233,13 @@ def measure(
           f"({total / took:.0f} messages/s)")  # fmt: skip
     print(f"caught up with the fill (upkeep: graduation, re-clustering, summaries, key lines) "
           f"in {settle(clients):.0f} s")  # fmt: skip
+    # each chatting row starts from a team at rest, not from the previous row's backlog
 
     def chatting(who: list[int], label: str, pause: float = 0.0) -> None:
         """Each window in `who` chats `turns_each` turns, all at once, `pause` seconds on
         average between a reply and its next question (people do not type in lockstep);
         prints the critical path its server logged and where it went."""
+        settle(clients)
         first = [len(c.notifications) for c in clients]
 
         def turns(k: int, client: StdioClient) -> None:
