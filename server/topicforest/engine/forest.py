@@ -277,7 +277,7 @@ def list_changes(before: list[int], after: list[int]) -> tuple[list[int], list[i
             low = middle + 1
         else:
             high = middle
-    if before[:low] != after[:low]:
+    if (before if low == len(before) else before[:low]) != after[:low]:
         return None
     rest = set(after[low:])
     kept = [m for m in before[low:] if m in rest]

@@ -786,9 +786,12 @@ class ContextWindow:
             if cached.summary is summary or before <= covered:
                 changes = list_changes(cached.members, members)
         if cached is not None and changes is not None:
-            gone = set(changes[0])
-            ids = [m for m in cached.ids if m not in gone and m not in covered]
-            ids += [m for m in changes[1] if m not in covered]
+            gone, appended = changes
+            ids = cached.ids
+            if gone or len(covered) != cached.covered or cached.summary is not summary:
+                left = set(gone)  # else the remembered ones all stand (a big topic's thousands)
+                ids = [m for m in ids if m not in left and m not in covered]
+            ids = ids + [m for m in appended if m not in covered]
         else:
             ids = [m for m in members if m not in covered]
         if len(self._uncovered) > 4 * self.config.max_topics + 64:
