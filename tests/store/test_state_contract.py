@@ -49,8 +49,7 @@ def test_every_persisted_field_round_trips(memory: Memory) -> None:
     window.drop(ids[0])
     window.pin(ids[1])
     window.expand(ids[2])
-    with writer.transaction():
-        asyncio.run(refresh_fallback(window, ExtractiveSummarizer()))
+    asyncio.run(refresh_fallback(window, ExtractiveSummarizer()))  # committed on its own
     written = persisted(window)
     assert exercised(written) == []
 
@@ -61,8 +60,7 @@ def test_every_persisted_field_round_trips(memory: Memory) -> None:
     asyncio.run(resolve_all(window, ExtractiveSummarizer()))  # new summaries and IDF,
     window.pin(ids[1], False)  # flags changed back
     window.restore(ids[0])
-    with writer.transaction():
-        window.fallback_summary = None
+    window.set_fallback_summary(None)
     assert persisted(window) != written
     assert reader.store.refresh()
     assert persisted(reader) == persisted(window)

@@ -86,4 +86,4 @@ async def refresh_fallback(window: ContextWindow, summarizer: Summarizer) -> Non
         return
     budget = window.config.history_budget - window.config.hot_budget
     flat = await summarize_flat(messages, budget, summarizer, window.count)
-    window.fallback_summary = "\n".join(f"{m.role}: {m.content}" for m in flat)
+    window.set_fallback_summary("\n".join(f"{m.role}: {m.content}" for m in flat))

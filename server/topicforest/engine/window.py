@@ -696,6 +696,10 @@ class ContextWindow:
         self.expanded.discard(self._root(topic_id))
 
     # -- summaries -------------------------------------------------------------------------
+    def set_fallback_summary(self, text: str | None) -> None:
+        """The flat summary of everything graduated (renders where no topic fits use it)."""
+        self.fallback_summary = text
+
     def is_dirty(self, root: int) -> bool:
         summary = self.summaries.get(root)
         return summary is None or summary.version != self.forest.version(root)

@@ -708,4 +708,5 @@ class StoredWindow(ContextWindow):
     collapse = _transaction(ContextWindow.collapse)
     summary_jobs = _transaction(ContextWindow.summary_jobs)  # a merge may renew a version
     apply_summary = _transaction(ContextWindow.apply_summary)
+    set_fallback_summary = _transaction(ContextWindow.set_fallback_summary)
     refine = _transaction(ContextWindow.refine)
