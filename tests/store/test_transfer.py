@@ -6,7 +6,9 @@ import asyncio
 import json
 import subprocess
 import sys
+import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -119,3 +121,40 @@ def test_cli_topics_export_import_fork(tmp_path: Path) -> None:
     bad.write_text("{not json")
     failed = cli("import", str(bad), "--workspace", str(tmp_path), *where)
     assert failed.returncode == 1 and "not JSON" in failed.stderr
+
+
+def test_cli_moves_a_local_memory_into_the_team_memory(tmp_path: Path, postgres: Any) -> None:
+    """`export` the SQLite memory, `import --store-url` it into the repository's team memory: it
+    lists the same topics, refuses a second import, and new messages get new ids."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    remote = f"git@example.com:team/{uuid.uuid4().hex}.git"  # a team memory of its own
+    subprocess.run(["git", "-C", str(workspace), "init", "-q"], check=True)
+    subprocess.run(["git", "-C", str(workspace), "remote", "add", "origin", remote], check=True)
+    local = ["--workspace", str(workspace), "--store-path", str(tmp_path / "mem")]
+    team = ["--workspace", str(workspace), "--store-url", postgres.url()]
+    store = Store.for_workspace(workspace, tmp_path / "mem")
+    filled(store)
+    store.close()
+
+    missing = cli("topics", *team)
+    assert missing.returncode == 1 and "no team memory stored" in missing.stderr
+    dump = tmp_path / "dump.json"
+    assert cli("export", *local, "-o", str(dump)).returncode == 0
+    done = cli("import", str(dump), *team)
+    assert done.returncode == 0, done.stderr
+    listed = [cli("topics", *where).stdout.splitlines() for where in (local, team)]
+    assert listed[0][:-1] == listed[1][:-1] and len(listed[0]) > 3  # the last line: where
+    again = cli("import", str(dump), *team)
+    assert again.returncode == 1 and "already holds a memory" in again.stderr
+    refused = cli("fork", *team, "--to", str(tmp_path / "copy"))
+    assert refused.returncode == 1 and "export the team memory" in refused.stderr
+
+    messages = json.loads(dump.read_text())["tables"]["messages"]
+    imported = max(row[messages["columns"].index("id")] for row in messages["rows"])
+    shared = Store.for_workspace(workspace, url=postgres.url())
+    try:
+        added = shared.open_window().append("after-import", "user", "Are ids still unique?")
+        assert added.id > imported
+    finally:
+        shared.close()

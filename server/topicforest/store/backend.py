@@ -149,6 +149,15 @@ class Backend(abc.ABC):
     def changes(self, stop: Any) -> AsyncIterator[None]:
         """Yields after other processes (may have) committed, until `stop` is set."""
 
+    def imported(self, table: str, columns: list[str], rows: list[list[Any]]) -> list[list[Any]]:
+        """An export's rows as this database takes them (an export from another backend may
+        spell a flag as 0/1 or a counter as a number where this one keeps text)."""
+        return rows
+
+    def after_import(self) -> None:  # noqa: B027 - optional: SQLite's counters are exported
+        """In an import's transaction, after its rows: bring what the database keeps outside
+        the exported tables up to date with them."""
+
     def integrity_ok(self) -> bool:
         return True
 

@@ -1,4 +1,6 @@
-"""CLI: `topicforest topics | export | import | fork` for people and scripts."""
+"""CLI: `topicforest topics | export | import | fork` for people and scripts, on a workspace's
+SQLite memory or, with `--store-url`, its repository's team memory (export one, import it into
+the other: a local memory moves to the team)."""
 
 from __future__ import annotations
 
@@ -39,6 +41,11 @@ def register(subparsers: Any) -> None:
 def _location(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workspace", default=".", help="workspace folder (default: current)")
     parser.add_argument("--store-path", help="memory directory (topicForest.storePath)")
+    parser.add_argument(
+        "--store-url",
+        help="the team memory's PostgreSQL (topicForest.storeUrl; password from PGPASSWORD or "
+        "~/.pgpass)",
+    )
 
 
 def _guarded(command: Any) -> Any:
@@ -53,11 +60,22 @@ def _guarded(command: Any) -> Any:
 
 
 def _existing(args: argparse.Namespace) -> Store:
+    where = Path(args.workspace).resolve()
+    if args.store_url:
+        store = _opened(args)
+        if store.is_empty():
+            store.close()
+            raise StoreError(f"no team memory stored for {where} in {store.where}")
+        return store
     path = store_path(args.workspace, args.store_path)
     if not path.exists():
-        where = Path(args.workspace).resolve()
         raise StoreError(f"no memory stored for {where} (looked for {path})")
     return Store(path)
+
+
+def _opened(args: argparse.Namespace) -> Store:
+    """The workspace's memory, created if it has none (the team memory: its repository's)."""
+    return Store.for_workspace(args.workspace, args.store_path, url=args.store_url)
 
 
 def cmd_topics(args: argparse.Namespace) -> int:
@@ -77,7 +95,7 @@ def cmd_topics(args: argparse.Namespace) -> int:
         print("  ".join(c.rjust(w) if i < 3 else c.ljust(w) for i, (c, w) in
                         enumerate(zip(row, widths, strict=False))) + "  " + row[4])  # fmt: skip
     hot = sum(len(zone) for zone in window.hot.values())
-    print(f"{len(rows) - 1} topics, {hot} recent messages not yet in a topic, {store.path}")
+    print(f"{len(rows) - 1} topics, {hot} recent messages not yet in a topic, {store.where}")
     store.close()
     return 0
 
@@ -99,18 +117,20 @@ def cmd_import(args: argparse.Namespace) -> int:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise StoreError(f"{args.file} is not JSON: {exc}") from exc
-    store = Store.for_workspace(args.workspace, args.store_path)
+    store = _opened(args)
     count = import_memory(store, data)
-    print(f"imported {count} messages into {store.path}")
+    print(f"imported {count} messages into {store.where}")
     store.close()
     return 0
 
 
 def cmd_fork(args: argparse.Namespace) -> int:
+    if args.store_url:
+        raise StoreError("fork copies a SQLite memory; export the team memory and import it")
     source = _existing(args)
     target_path = store_path(args.to, args.to_store_path or args.store_path)
     target = fork_memory(source, target_path, str(Path(args.to).resolve()))
-    print(f"forked {source.path} -> {target.path}")
+    print(f"forked {source.where} -> {target.where}")
     source.close()
     target.close()
     return 0

@@ -406,6 +406,26 @@ class PostgresBackend(Backend):
     def new_message_id(self) -> int:
         return _one(self.conn.execute("SELECT nextval('message_ids')"))
 
+    def imported(self, table: str, columns: list[str], rows: list[list[Any]]) -> list[list[Any]]:
+        kinds = dict(
+            self.conn.execute(
+                "SELECT column_name, data_type FROM information_schema.columns"
+                " WHERE table_schema = ? AND table_name = ?",
+                (self.schema, table),
+            ).fetchall()
+        )
+        cast = [_IMPORT_CASTS.get(kinds.get(column, ""), _same) for column in columns]
+        return [[v if v is None else c(v) for c, v in zip(cast, row, strict=True)] for row in rows]
+
+    def after_import(self) -> None:
+        """New ids continue after the imported messages'; the append counter exists."""
+        self.conn.execute(
+            "SELECT setval('message_ids', (SELECT COALESCE(max(id), 0) + 1 FROM messages), false)"
+        )
+        self.conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('appends', '0') ON CONFLICT (key) DO NOTHING"
+        )
+
     def count_append(self) -> Callable[[], int]:
         cursor = self.conn.execute(
             "INSERT INTO meta (key, value) VALUES ('appends', '1') ON CONFLICT (key)"
@@ -531,6 +551,16 @@ class PostgresBackend(Backend):
         if raw is not None:
             with contextlib.suppress(Exception):
                 raw.close()
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+# An export from SQLite spells booleans 0/1 and may hold numbers in text columns (meta).
+_IMPORT_CASTS: dict[str, Callable[[Any], Any]] = {
+    "boolean": bool, "text": str, "bigint": int, "integer": int, "double precision": float,
+}  # fmt: skip
 
 
 def _one(cursor: psycopg.Cursor[Any]) -> int:

@@ -37,7 +37,7 @@ def import_memory(store: Store, data: object) -> int:
     """Load an export into an empty store; returns the number of messages imported."""
     tables = _validated(data)
     if not store.is_empty():
-        raise StoreError(f"{store.path} already holds a memory; import into an empty one")
+        raise StoreError(f"{store.where} already holds a memory; import into an empty one")
     try:
         with store.transaction():
             store.conn.execute("DELETE FROM meta WHERE key NOT IN ('workspace')")
@@ -45,9 +45,11 @@ def import_memory(store: Store, data: object) -> int:
                 columns, rows = tables[table]["columns"], tables[table]["rows"]
                 if table == "meta":
                     rows = [row for row in rows if row[0] not in LOCAL_META]
+                rows = store.backend.imported(table, columns, rows)
                 names = ", ".join(columns)
                 marks = ", ".join("?" for _ in columns)
                 store.conn.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", rows)
+            store.backend.after_import()
     except StoreError as exc:  # e.g. a constraint the file breaks; nothing was written
         raise StoreError(f"the export does not fit the store: {exc}") from exc
     store.reload()
