@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from topicforest.attachments import Attachment, fit
 from topicforest.engine.resolver import resolve_all
 from topicforest.engine.summarize.extractive import ExtractiveSummarizer
 from topicforest.store import Store, StoreError, store_path
@@ -33,12 +34,21 @@ def filled(store: Store) -> None:
 def test_export_import_round_trip_is_lossless(tmp_path: Path) -> None:
     source = Store(tmp_path / "a.sqlite3")
     filled(source)
+    sent = fit([Attachment("file", "src/app.py", "import os\n", None, "python")], 4096, len)
+    with source.transaction():
+        asked = source.open_window().append("t9", "user", "look [attached src/app.py]")
+        source.attachments.add(asked.id, sent)
     exported = json.loads(json.dumps(export_memory(source)))  # through real JSON text
     target = Store(tmp_path / "b.sqlite3")
     window = target.open_window()
     assert import_memory(target, exported) == source.message_count()
     assert state_of(window) == state_of(source.open_window())
+    assert target.attachments.sent(asked.id) == sent  # what was sent with the question too
     assert export_memory(target) == exported
+    del exported["tables"]["attachments"]  # an export made before attachments were exported
+    older = Store(tmp_path / "c.sqlite3")
+    assert import_memory(older, exported) == source.message_count()
+    assert older.attachments.sent(asked.id) == []
     with pytest.raises(StoreError, match="already holds"):
         import_memory(target, exported)
 

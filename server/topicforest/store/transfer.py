@@ -13,7 +13,8 @@ from topicforest.store.store import Store
 
 FORMAT = "topicforest-memory"
 TABLES = ("meta", "messages", "threads", "roots", "centroids", "doc_freq", "summaries", "spend",
-          "pending")  # fmt: skip
+          "pending", "attachments")  # fmt: skip
+OPTIONAL = {"attachments"}  # exports made before it was exported have none
 LOCAL_META = {"workspace"}  # describes where a store lives, not what it remembers
 
 
@@ -45,6 +46,8 @@ def import_memory(store: Store, data: object) -> int:
                 columns, rows = tables[table]["columns"], tables[table]["rows"]
                 if table == "meta":
                     rows = [row for row in rows if row[0] not in LOCAL_META]
+                if not rows:
+                    continue
                 rows = store.backend.imported(table, columns, rows)
                 names = ", ".join(columns)
                 marks = ", ".join("?" for _ in columns)
@@ -67,6 +70,8 @@ def _validated(data: object) -> dict[str, Any]:
     tables = data.get("tables")
     if not isinstance(tables, dict):
         raise StoreError("the export has no tables")
+    for table in OPTIONAL - tables.keys():
+        tables[table] = {"columns": [], "rows": []}
     for table in TABLES:
         entry = tables.get(table)
         if not (
