@@ -61,8 +61,8 @@ def cpu_seconds(pid: int) -> float:
 
 
 def settle(clients: list[StdioClient], every: float = 5.0, limit: float = 600.0) -> float:
-    """Wait until the servers are done with what the fill left them: together under 10% of a
-    CPU over `every` seconds (or `limit` passed); the seconds waited."""
+    """Wait until the servers are at rest, done with the backlog the fill or the last row left
+    them: together under 10% of a CPU over `every` seconds (or `limit` passed); seconds waited."""
     started = time.perf_counter()
     used = sum(cpu_seconds(c.process.pid) for c in clients)
     while time.perf_counter() - started < limit:

@@ -79,7 +79,8 @@ class RecallIndex:
                 break
             weight = idf.get(term, 0.0)
             # A rarest term that alone passes the bound (in a big memory every query term can
-            # be in thousands of messages) is scored in its newest messages only.
+            # be in thousands of messages) is scored in the messages indexed last (the newest,
+            # give or take other windows' graduations loaded late) only.
             for message_id in postings[-MAX_POSTINGS:]:
                 scores[message_id] = scores.get(message_id, 0.0) + weight
         if not scores:

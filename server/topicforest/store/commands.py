@@ -60,6 +60,8 @@ def _guarded(command: Any) -> Any:
 
 
 def _existing(args: argparse.Namespace) -> Store:
+    """The workspace's memory, if it holds one (asking a team database creates the
+    repository's empty schema, as an editor window would)."""
     where = Path(args.workspace).resolve()
     if args.store_url:
         store = _opened(args)
