@@ -70,8 +70,8 @@ def _validated(data: object) -> dict[str, Any]:
     tables = data.get("tables")
     if not isinstance(tables, dict):
         raise StoreError("the export has no tables")
-    for table in OPTIONAL - tables.keys():
-        tables[table] = {"columns": [], "rows": []}
+    none: dict[str, Any] = {"columns": [], "rows": []}
+    tables = {**{table: none for table in OPTIONAL}, **tables}  # the caller's export untouched
     for table in TABLES:
         entry = tables.get(table)
         if not (
