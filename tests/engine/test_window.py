@@ -260,3 +260,31 @@ def test_a_lagging_summary_is_digested_from_the_newest_new_messages_only() -> No
     assert rendered.topics and rendered.topics[0].id == root
     newest = set(window.uncovered(root)[-DIGEST_MESSAGES:])
     assert set(log.read) == newest
+
+
+def test_prepare_render_does_ahead_what_the_next_question_would_do_first() -> None:
+    """Upkeep prepares the render after each change (`prepare_render`): the next question's
+    render then builds no digest of a grown topic, and renders exactly what it would have."""
+    from .helpers import exchange
+
+    def grown() -> ContextWindow:
+        window = ContextWindow(WindowConfig(history_budget=512, max_topics=1))
+        for i in range(40):
+            user, reply = exchange(("loader", "docker", "auth")[i % 3], i)
+            window.append("main", "user", user)
+            window.append("main", "assistant", reply)
+            window.graduate()
+        return window
+
+    prepared, unprepared = grown(), grown()
+    (root,) = prepared.topic_ids()
+    assert prepared.is_dirty(root)
+    prepared.prepare_render()
+    built = {id(d) for d in prepared.summary_digests.values()}
+    assert built  # the grown topic's digest, made before any question
+    question = "and what about kubernetes?"  # recalls nothing: only recall depends on it
+    with_prepare = prepared.render(question, thread_id="main")
+    assert {id(d) for d in prepared.summary_digests.values()} == built
+    without = unprepared.render(question, thread_id="main")
+    assert unprepared.summary_digests  # built by the question's render instead
+    assert with_prepare == without

@@ -54,8 +54,13 @@ def stems(text: str) -> frozenset[str]:
     return frozenset(stem(t) for t in extract(text).terms)
 
 
-def split_passages(text: str) -> list[Passage]:
+@lru_cache(maxsize=512)  # the messages a render excerpts recur from turn to turn
+def split_passages(text: str) -> tuple[Passage, ...]:
     """Sentences of prose and single lines of fenced blocks, in order."""
+    return tuple(_split(text))
+
+
+def _split(text: str) -> list[Passage]:
     out: list[Passage] = []
     block: list[Passage] = []
     in_fence = False
@@ -172,7 +177,7 @@ def condense(text: str, max_tokens: int, count: TokenCounter) -> str:
     return body + OMITTED if len(chosen) < len(passages) else body
 
 
-def _join(passages: list[Passage], chosen: list[int]) -> str:
+def _join(passages: tuple[Passage, ...], chosen: list[int]) -> str:
     parts: list[str] = []
     named: set[str] = set()
     previous = -2

@@ -14,7 +14,7 @@ from array import array
 from collections.abc import Iterable, Mapping
 
 MAX_QUERY_TERMS = 12  # the rarest query terms carry nearly all the signal; bounds render cost
-MAX_POSTINGS = 2000  # and so does the cost of scoring: more common terms stop being added here
+MAX_POSTINGS = 1000  # and so does the cost of scoring: more common terms stop being added here
 COMMON_SHARE = 0.25  # terms in more than this share of messages (and more than
 COMMON_FLOOR = 16  # this many) are too common to say what a query is about
 RECENCY_BONUS = 0.5  # the newest message scores this much more than an equal, older match

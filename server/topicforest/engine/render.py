@@ -159,6 +159,32 @@ def render(
 ) -> RenderedContext:
     """`upto`: the thread's hot messages after this one are left out (a retried question
     is answered again as if the replies after it had not been given)."""
+    qvec = window.embedder.embed_query(query) if query else Counter[str]()
+    return _render(window, qvec, active_file, thread_id, upto)
+
+
+# A query term no message holds: the render of a question that recalls nothing.
+UNMATCHED = Counter({"": 1})
+
+
+def prepare(window: RenderSource, thread_id: str | None = None) -> None:
+    """Do now what the next question's render (in `thread_id`) would do first after a change.
+
+    A change (a graduation, a summary, another window's commits) leaves each changed topic's
+    uncovered members to look at, its digest to build and its newest messages to read (from a
+    database server, perhaps); the first render after it pays for them. Rendering a question
+    that recalls nothing does all of it (only recall depends on the question) ahead, off the
+    chat turn's critical path. The digests depend on the room the thread's hot zone leaves."""
+    _render(window, UNMATCHED, None, thread_id, None)
+
+
+def _render(
+    window: RenderSource,
+    qvec: Counter[str],
+    active_file: str | None,
+    thread_id: str | None,
+    upto: int | None,
+) -> RenderedContext:
     count = window.count
     budget = window.config.history_budget
     zone = window.hot_messages(thread_id) if thread_id else []
@@ -168,7 +194,6 @@ def render(
 
     header_cost = count(MEMORY_HEADER) + MESSAGE_OVERHEAD
     space = budget - hot_used - header_cost
-    qvec = window.embedder.embed_query(query) if query else Counter[str]()
     blocks: list[str] = []
     shown: list[RenderedTopic] = []
     omitted: list[int] = []

@@ -34,6 +34,7 @@ from topicforest.engine.passages import condense
 from topicforest.engine.recall import RecallIndex
 from topicforest.engine.recluster import Refiner, Unit
 from topicforest.engine.render import RenderedContext, sanitize_line
+from topicforest.engine.render import prepare as prepare_render
 from topicforest.engine.render import render as render_context
 from topicforest.engine.state import Spend, StateDelta, Summary, TopicState, WindowState
 from topicforest.engine.summarize.base import (
@@ -109,6 +110,7 @@ class ContextWindow:
         self.count = count  # fast, used on the hot path
         self.exact_count = exact_count  # the model's tokenizer, if loaded: verifies each render
         self.clock = clock
+        self.last_thread: str | None = None  # the thread this process appended to last
         self.reset()
 
     def reset(self) -> None:
@@ -236,6 +238,7 @@ class ContextWindow:
         )
         self.log.add(message)
         self.push_hot(message)
+        self.last_thread = thread_id
         return message
 
     def push_hot(self, message: Message) -> None:
@@ -857,6 +860,13 @@ class ContextWindow:
         if rendered.fallback:  # topics exist but none fitted: the resolver makes a flat summary
             self.wants_fallback = True
         return rendered
+
+    def prepare_render(self) -> None:
+        """Bring what renders cache up to date with the latest changes (see `render.prepare`),
+        so that the next chat turn's render does not pay for them. Its room is that of the
+        thread last appended to here: the next question most likely comes from there."""
+        self.index.sync_epoch()
+        prepare_render(self, self.last_thread if self.last_thread in self.hot else None)
 
     def search(self, query: str, limit: int = 10) -> list[tuple[int, float]]:
         vector = self.embedder.embed_query(query)

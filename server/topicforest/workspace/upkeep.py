@@ -153,6 +153,11 @@ class Upkeep:
                 break
         else:
             self.kick()
+        # Last, what this round and others' commits left for the next question's render; a
+        # turn that arrived meanwhile goes first.
+        await asyncio.sleep(YIELD_SECONDS)
+        await self.gate.wait()
+        window.prepare_render()
 
     async def _steps(self) -> AsyncIterator[None]:
         """Steps of one slice of `RECLUSTER_SLICE_SECONDS`, the event loop let through and any
