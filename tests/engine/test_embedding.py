@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from topicforest.engine.centroids import CentroidIndex
-from topicforest.engine.embedding import Embedder, extract
+from topicforest.engine.embedding import Embedder, extract, extract_terms
 
 
 def test_identifiers_and_paths_are_kept_whole_and_split() -> None:
@@ -19,6 +19,21 @@ def test_identifiers_and_paths_are_kept_whole_and_split() -> None:
     assert "data/loader.py" in features.files and "QueryManager.ts" in features.files
     assert "build_loader" in features.symbols and "refreshAccessToken" in features.symbols
     assert "the" not in extract("the loader and the config").terms
+
+
+def test_terms_alone_are_the_terms_of_a_full_extract() -> None:
+    """Recall excerpts and queries take `extract_terms`, which skips files and symbols: their
+    terms must be the ones the index holds."""
+    texts = [
+        "Fix build_loader in data/loader.py; QueryManager.ts calls refreshAccessToken",
+        "```python\nfrom app.db import get_session  # 3 retries, timeout=2.5s\n```",
+        "Traceback: File \"/usr/lib/python3.11/x.py\", line 12 -- ValueError: bad id-42 :: ok.",
+        "Set limit=300/minute on /healthz, .github/workflows/ci.yml, and the Dockerfile; v1.2.3",
+        "",
+    ]
+    for text in texts:
+        assert extract_terms(text) == extract(text).terms
+    assert extract_terms(texts[0])["loader"] == 2  # counts, not only the set
 
 
 def test_files_are_what_a_developer_would_call_files() -> None:

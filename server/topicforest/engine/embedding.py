@@ -103,23 +103,36 @@ def extract(text: str, root: str | None = None) -> Features:
         chunk = match.group().strip("-.:")
         if not chunk:
             continue
-        lower = chunk.lower()
-        code_like = not chunk.isalpha() or not (chunk.islower() or chunk.istitle())
         if is_file_path(chunk):
             path = _rooted(text, match.start(), _dotted(text, match.start(), chunk))
             files.append(_relative(path, root))
         elif is_symbol(chunk):
             symbols.append(chunk)
-        if code_like:
-            if len(lower) > 1 and not (lower.isdigit() and len(lower) < 2):
-                terms[lower] += 1
-            for part in split_parts(chunk):
-                p = part.lower()
-                if len(p) > 1 and p != lower and p not in STOPWORDS:
-                    terms[p] += 1
-        elif len(lower) > 2 and lower not in STOPWORDS:
-            terms[lower] += 1
+        _count_terms(chunk, terms)
     return Features(terms, files, symbols)
+
+
+def extract_terms(text: str) -> Counter[str]:
+    """`extract(text).terms`, without looking for files and symbols (half the work)."""
+    terms: Counter[str] = Counter()
+    for match in _CHUNK.finditer(text):
+        chunk = match.group().strip("-.:")
+        if chunk:
+            _count_terms(chunk, terms)
+    return terms
+
+
+def _count_terms(chunk: str, terms: Counter[str]) -> None:
+    lower = chunk.lower()
+    if not chunk.isalpha() or not (chunk.islower() or chunk.istitle()):  # code-like
+        if len(lower) > 1 and not (lower.isdigit() and len(lower) < 2):
+            terms[lower] += 1
+        for part in split_parts(chunk):
+            p = part.lower()
+            if len(p) > 1 and p != lower and p not in STOPWORDS:
+                terms[p] += 1
+    elif len(lower) > 2 and lower not in STOPWORDS:
+        terms[lower] += 1
 
 
 def _dotted(text: str, start: int, path: str) -> str:
@@ -229,7 +242,7 @@ class Embedder:
 
     def embed_query(self, text: str) -> Counter[str]:
         """Vector for a query; never changes the vocabulary."""
-        return extract(text).terms
+        return extract_terms(text)
 
     @property
     def idf(self) -> Mapping[str, float]:

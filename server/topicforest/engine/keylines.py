@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from topicforest.engine.embedding import STOPWORDS, extract
+from topicforest.engine.embedding import STOPWORDS, extract_terms
 from topicforest.engine.forest import list_changes
 from topicforest.engine.messages import Message
 from topicforest.engine.passages import VALUE, split_passages
@@ -95,7 +95,7 @@ def key_lines(message: Message) -> list[KeyLine]:
                 position=position,
                 assistant=message.role != "user",
                 names=len(set(entities(text))),
-                terms=tuple(extract(text).terms),
+                terms=tuple(extract_terms(text)),
                 setting=setting.group(1).lower() if setting else None,
             )
         )

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-from topicforest.engine.embedding import extract, is_file_path
+from topicforest.engine.embedding import extract_terms, is_file_path
 from topicforest.engine.tokens import TokenCounter
 
 GAP = " … "
@@ -51,7 +51,7 @@ def stems(text: str) -> frozenset[str]:
     """A passage's terms, stemmed. Cached (text never changes): a render excerpts the messages
     it recalls, much the same ones turn after turn, and tokenizing them again was half of a
     render with a query at 30,000 messages."""
-    return frozenset(stem(t) for t in extract(text).terms)
+    return frozenset(stem(t) for t in extract_terms(text))
 
 
 @lru_cache(maxsize=512)  # the messages a render excerpts recur from turn to turn

@@ -18,7 +18,7 @@ from typing import Literal, Protocol
 
 from topicforest.engine.centroids import CentroidIndex
 from topicforest.engine.config import WindowConfig
-from topicforest.engine.embedding import Embedder, extract, norm_sq
+from topicforest.engine.embedding import Embedder, extract_terms, norm_sq
 from topicforest.engine.forest import Forest
 from topicforest.engine.keylines import KeyLine
 from topicforest.engine.messages import Message, MessageLog
@@ -567,7 +567,7 @@ def _best_members(
             return (0.0, order[mid])
         terms = window.pending_terms.get(mid)
         if terms is None:
-            terms = extract(messages[mid].content).terms
+            terms = extract_terms(messages[mid].content)
         vnorm = norm_sq(terms, idf)
         dot = sum(c * terms.get(t, 0) * idf.get(t, 0.0) ** 2 for t, c in qvec.items())
         return (dot / ((qnorm * vnorm) ** 0.5) if vnorm else 0.0, order[mid])

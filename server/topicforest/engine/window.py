@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from topicforest.engine.centroids import CentroidIndex
 from topicforest.engine.config import WindowConfig
-from topicforest.engine.embedding import Embedder, Features, extract, norm_sq
+from topicforest.engine.embedding import Embedder, Features, extract_terms, norm_sq
 from topicforest.engine.errors import InvalidMessage, UnknownTopic
 from topicforest.engine.forest import Forest, list_changes
 from topicforest.engine.keylines import KeyLine, KeyLineState, pick
@@ -534,7 +534,7 @@ class ContextWindow:
         planted = [m for m in messages if m.id in self.forest]
         changed: set[int] = set()
         if planted:
-            self.embedder.forget([extract(m.content).terms for m in planted])
+            self.embedder.forget([extract_terms(m.content) for m in planted])
             renamed = self.forest.remove({m.id for m in planted})
             for old, new in renamed.items():
                 changed.add(old)
