@@ -27,7 +27,7 @@ def test_terms_alone_are_the_terms_of_a_full_extract() -> None:
     texts = [
         "Fix build_loader in data/loader.py; QueryManager.ts calls refreshAccessToken",
         "```python\nfrom app.db import get_session  # 3 retries, timeout=2.5s\n```",
-        "Traceback: File \"/usr/lib/python3.11/x.py\", line 12 -- ValueError: bad id-42 :: ok.",
+        'Traceback: File "/usr/lib/python3.11/x.py", line 12 -- ValueError: bad id-42 :: ok.',
         "Set limit=300/minute on /healthz, .github/workflows/ci.yml, and the Dockerfile; v1.2.3",
         "",
     ]
