@@ -123,6 +123,7 @@ def extract_terms(text: str) -> Counter[str]:
 
 
 def _count_terms(chunk: str, terms: Counter[str]) -> None:
+    """Add one chunk's terms: code-like chunks whole and split into their parts."""
     lower = chunk.lower()
     if not chunk.isalpha() or not (chunk.islower() or chunk.istitle()):  # code-like
         if len(lower) > 1 and not (lower.isdigit() and len(lower) < 2):
