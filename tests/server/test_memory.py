@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from topicforest.engine.state import StateDelta
+from topicforest.engine.window import ContextWindow
 from topicforest.testing.stub_llm import StubLLM
 from topicforest.workspace.events import ProgressStage
 from topicforest.workspace.memory import WorkspaceMemory
@@ -230,3 +232,49 @@ async def test_upkeep_goes_on_while_a_turn_hangs_before_sending() -> None:
             await memory.close()
             for client in queued:
                 client.close()
+
+
+async def test_renders_are_prepared_after_a_reload_before_anyone_is_told(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another window's commit, once loaded, is prepared for the next render before the loop
+    can run a turn (or the client hears of it): a turn that came first paid for it."""
+    events: list[tuple[str, int]] = []  # (what, id of the window), in order
+    real_apply, real_prepare = ContextWindow.apply, ContextWindow.prepare_render
+
+    def apply(self: ContextWindow, delta: StateDelta) -> None:
+        events.append(("loaded", id(self)))
+        real_apply(self, delta)
+
+    def prepare_render(self: ContextWindow) -> None:
+        events.append(("prepared", id(self)))
+        real_prepare(self)
+
+    monkeypatch.setattr(ContextWindow, "apply", apply)
+    monkeypatch.setattr(ContextWindow, "prepare_render", prepare_render)
+
+    class Listener(Recorder):
+        def topics_changed(self, key: str, reason: str, ids: list[int] | None) -> None:
+            if reason == "external":
+                events.append(("told", id(b.window)))
+
+    settings = Settings(history_budget=512, store_path=str(tmp_path))
+    a = WorkspaceMemory(tmp_path.as_uri(), settings)
+    b = WorkspaceMemory(tmp_path.as_uri(), settings, listener=Listener())
+    a.start()
+    b.start()
+    try:
+        for role, text in SAMPLE[:30]:
+            a.append("t", role, text)
+        async with asyncio.timeout(10):
+            while len(b.history("t")) < 30 or ("told", id(b.window)) not in events:
+                await asyncio.sleep(0.05)
+    finally:
+        await a.close()
+        await b.close()
+    ours = [what for what, window in events if window == id(b.window)]
+    told = [i for i, what in enumerate(ours) if what == "told"]
+    assert told
+    for i in told:  # the last load before each telling was prepared for before it
+        loaded = max(j for j in range(i) if ours[j] == "loaded")
+        assert "prepared" in ours[loaded:i], ours

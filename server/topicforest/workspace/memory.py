@@ -390,7 +390,14 @@ class WorkspaceMemory:
             self._external_change()
 
     def _external_change(self) -> None:
-        """Another window committed: our window has reloaded; tell the client, maintain."""
+        """Another window committed: our window has reloaded; tell the client, maintain.
+
+        What the reload left for renders is done first, before any turn can run: a turn that
+        came in before upkeep's round got to it paid for it (the slowest of the team's turns)."""
+        try:
+            self.window.prepare_render()
+        except Exception:  # ahead of time only: the next render does it again, and reports
+            log.exception("preparing renders after a reload of %s failed", self.key)
         self.events.topics_changed("external", None)
         if self.session.take_threads_changed():
             self.events.threads_changed(None)

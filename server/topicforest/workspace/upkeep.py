@@ -161,13 +161,14 @@ class Upkeep:
 
     async def _steps(self) -> AsyncIterator[None]:
         """Steps of one slice of `RECLUSTER_SLICE_SECONDS`, the event loop let through and any
-        turn between receipt and send let out first between them; ends when the slice is spent
+        turn between receipt and send (here, or briefly in another server on this machine: see
+        `SendGate.wait`) let out first between them; ends when the slice is spent
         (the caller breaks out when its work is done)."""
         deadline = time.perf_counter() + RECLUSTER_SLICE_SECONDS
         yield None
         while time.perf_counter() < deadline:
             await asyncio.sleep(YIELD_SECONDS)
-            if not self.gate.is_open:
+            if not self.gate.is_quiet:
                 await self.gate.wait()
             yield None
 
