@@ -278,3 +278,31 @@ async def test_renders_are_prepared_after_a_reload_before_anyone_is_told(
     for i in told:  # the last load before each telling was prepared for before it
         loaded = max(j for j in range(i) if ours[j] == "loaded")
         assert "prepared" in ours[loaded:i], ours
+
+
+async def test_an_early_answers_refresh_leaves_the_preparation_to_upkeep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before its tasks start, a window answers from the store after a `refresh`: in a window
+    just opened that preparation would be the whole memory's, and the answer would wait."""
+    prepared: list[ContextWindow] = []
+    real_prepare = ContextWindow.prepare_render
+
+    def prepare_render(self: ContextWindow) -> None:
+        prepared.append(self)
+        real_prepare(self)
+
+    monkeypatch.setattr(ContextWindow, "prepare_render", prepare_render)
+    settings = Settings(history_budget=512, store_path=str(tmp_path))
+    a = WorkspaceMemory(tmp_path.as_uri(), settings)
+    b = WorkspaceMemory(tmp_path.as_uri(), settings, listener=Recorder())
+    a.open_store()
+    b.open_store()  # what `early` does: no tasks yet
+    try:
+        for role, text in SAMPLE[:30]:
+            a.append("t", role, text)
+        b.refresh()
+        assert len(b.history("t")) == 30 and b.window not in prepared
+    finally:
+        await a.close()
+        await b.close()

@@ -381,7 +381,19 @@ class WorkspaceMemory:
 
     def _start_session(self) -> None:
         """Watch other windows' commits (loaded while no chat turn is sending) and the lease."""
-        self.session.start(self._external_change, self.kick, self.gate.wait)
+        self.session.start(self._watched_change, self.kick, self.gate.wait)
+
+    def _watched_change(self) -> None:
+        """The watcher loaded other windows' commits. What they left for renders is done first,
+        before a turn can run: a turn that came in before upkeep's round got to it paid for it
+        (most of the team's slowest turns). Not for an early answer's `refresh`: in a window
+        just opened that is the whole memory's first preparation (a second at 100,000
+        messages), and the first `listTopics` would wait for it."""
+        try:
+            self.window.prepare_render()
+        except Exception:  # ahead of time only: the next render does it again, and reports
+            log.exception("preparing renders after a reload of %s failed", self.key)
+        self._external_change()
 
     def refresh(self) -> None:
         """Load what other windows committed now: what the store watcher does once started
@@ -390,14 +402,7 @@ class WorkspaceMemory:
             self._external_change()
 
     def _external_change(self) -> None:
-        """Another window committed: our window has reloaded; tell the client, maintain.
-
-        What the reload left for renders is done first, before any turn can run: a turn that
-        came in before upkeep's round got to it paid for it (the slowest of the team's turns)."""
-        try:
-            self.window.prepare_render()
-        except Exception:  # ahead of time only: the next render does it again, and reports
-            log.exception("preparing renders after a reload of %s failed", self.key)
+        """Another window committed: our window has reloaded; tell the client, maintain."""
         self.events.topics_changed("external", None)
         if self.session.take_threads_changed():
             self.events.threads_changed(None)
