@@ -104,6 +104,8 @@ export function activate(context: vscode.ExtensionContext): void {
       }
       return server?.configurationChanged(event);
     }),
+    // Restricted Mode refused the workspace's own interpreter (server.ts); trust lifts that
+    vscode.workspace.onDidGrantWorkspaceTrust(() => server?.restart()),
     vscode.window.onDidChangeActiveTextEditor((editor) => {
       const uri = editor?.document.uri;
       if (!uri || uri.scheme === 'file') server?.notify('topicForest/activeFileChanged', { uri: uri?.toString() ?? null });

@@ -1,6 +1,7 @@
 // The one place that touches vscode-languageclient: a ServerProcess over stdio.
 import type * as vscode from 'vscode';
 import { LanguageClient, State } from 'vscode-languageclient/node';
+import { SERVE_ARGS } from './python';
 import type { Launch, ServerProcess } from './server';
 import { serverOutput } from './serverOutput';
 
@@ -8,7 +9,7 @@ export function languageClientFactory(log: vscode.LogOutputChannel): (launch: La
   return (launch) => {
     const client = new LanguageClient('topicForest', 'Topic Forest', {
       command: launch.python,
-      args: ['-m', 'topicforest', 'serve'],
+      args: SERVE_ARGS,
       options: { cwd: launch.cwd, env: { ...process.env, PYTHONUNBUFFERED: '1' } },
     }, {
       outputChannel: serverOutput(log),

@@ -1,6 +1,7 @@
 // Which Python runs the server, whether it has the `topicforest` package, and which interpreter
 // can host the extension's private environment (environment.ts) when no setting names one.
 import { spawn } from 'node:child_process';
+import * as os from 'node:os';
 import * as path from 'node:path';
 
 /** pyproject.toml's requires-python (test/unit/manifest.test.ts keeps the two equal). */
@@ -31,9 +32,21 @@ export interface ExecOptions {
 
 export type Exec = (file: string, args: string[], options?: ExecOptions) => Promise<ExecResult>;
 
-/** Runs a program to completion, collecting its output; never rejects. */
+/**
+ * Every interpreter the extension starts runs isolated (`-I`: neither the current directory, nor
+ * PYTHON* variables, nor the user site on sys.path) in a directory outside the workspace: with
+ * `python -m`, a cloned repository's own `topicforest/` (or any module not yet imported) would
+ * otherwise replace ours and run its code, even in Restricted Mode.
+ */
+export const ISOLATED = '-I';
+export const SERVE_ARGS = [ISOLATED, '-m', 'topicforest', 'serve'];
+export const neutralDirectory = (): string => os.tmpdir();
+
+/** Runs a Python interpreter isolated (ISOLATED, neutralDirectory) to completion, collecting its
+ *  output; never rejects. */
 export const execProgram: Exec = (file, args, options = {}) => new Promise((resolve) => {
-  const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(file, [ISOLATED, ...args],
+    { cwd: neutralDirectory(), stdio: ['ignore', 'pipe', 'pipe'] });
   const out = { stdout: '', stderr: '' };
   const timer = options.timeoutMs
     ? setTimeout(() => child.kill('SIGKILL'), options.timeoutMs) : undefined;
@@ -76,12 +89,21 @@ export function expandSetting(value: string, workspaceFolder?: string): string {
   return out;
 }
 
-/** Interpreters to build the private environment with, best first. */
-export async function baseCandidates(pythonExtension?: PythonExtensionLookup): Promise<PythonChoice[]> {
+/** Whether `file` lies inside `folder` (an untrusted workspace's interpreter is its code). */
+export function isInside(file: string, folder: string | undefined): boolean {
+  if (!folder) return false;
+  const relative = path.relative(path.resolve(folder), path.resolve(file));
+  return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
+}
+
+/** Interpreters to build the private environment with, best first; in an untrusted workspace
+ *  (`untrusted` is its folder) never one inside it. */
+export async function baseCandidates(pythonExtension?: PythonExtensionLookup,
+  untrusted?: string): Promise<PythonChoice[]> {
   const out: PythonChoice[] = [];
   try {
     const found = (await pythonExtension?.())?.environments?.getActiveEnvironmentPath?.()?.path;
-    if (found) out.push({ path: found, source: 'python-extension' });
+    if (found && !isInside(found, untrusted)) out.push({ path: found, source: 'python-extension' });
   } catch {
     // an inactive or broken Python extension is not fatal: fall through to PATH
   }

@@ -10,8 +10,8 @@ import type {
 } from './protocol';
 import {
   baseCandidates, type BundleFiles, checkServerPackage, describeStartProblem, execProgram,
-  expandSetting, type FixAction, installCommand, type PackageStatus, type PythonChoice,
-  type PythonExtensionLookup, type StartProblem,
+  expandSetting, type FixAction, installCommand, isInside, neutralDirectory, type PackageStatus,
+  type PythonChoice, type PythonExtensionLookup, type StartProblem,
 } from './python';
 import { MEMORY_SETTING_KEYS, serverSettings, type ServerSettings } from './settings';
 
@@ -19,7 +19,8 @@ const SECTION = 'topicForest';
 
 export interface Launch {
   python: string;
-  cwd: string | undefined;
+  /** never the workspace folder (python.ts: ISOLATED) */
+  cwd: string;
   initializationOptions: ServerSettings;
 }
 
@@ -132,7 +133,7 @@ export class ServerManager implements Connection, vscode.Disposable {
     this.log.info(`Topic Forest extension ${this.deps.extensionVersion ?? '?'}${remote}`);
     const python = await this.choosePython(config.get<string>('python') ?? '', folder);
     if ('message' in python) return this.fail(python);
-    const client = this.deps.create({ python: python.path, cwd: folder,
+    const client = this.deps.create({ python: python.path, cwd: neutralDirectory(),
       initializationOptions: serverSettings(config) });
     client.onDidChangeRunning((running) => {
       if (this.client === client) this.setState(running ? 'running' : 'stopped');
@@ -169,6 +170,12 @@ export class ServerManager implements Connection, vscode.Disposable {
         '"topicForest.python" to an interpreter that has "topicforest" installed.',
       actions: ['chooseInterpreter', 'showLog'] };
     }
+    if (!vscode.workspace.isTrusted && isInside(python.path, folder)) {
+      return { message: `Topic Forest: the interpreter ${python.path} is inside this workspace, ` +
+        'which is not trusted (Restricted Mode): running it would run the workspace\'s code. ' +
+        'Trust the workspace, or set "topicForest.python" to an interpreter outside it.',
+      actions: ['chooseInterpreter', 'showLog'] };
+    }
     this.log.info(`python: ${python.path} (${python.source})`);
     const status = await (this.deps.checkPackage ?? checkServerPackage)(python.path);
     const problem = describeStartProblem(python, status.check, env?.bundle);
@@ -186,7 +193,8 @@ export class ServerManager implements Connection, vscode.Disposable {
       exec: this.deps.exec ?? execProgram,
       log: (line) => this.log.info(line),
       candidates: () => baseCandidates(
-        (this.deps.pythonExtension ?? pythonExtensionApi) as PythonExtensionLookup),
+        (this.deps.pythonExtension ?? pythonExtensionApi) as PythonExtensionLookup,
+        vscode.workspace.isTrusted ? undefined : vscode.workspace.workspaceFolders?.[0]?.uri.fsPath),
       withProgress: (task) => Promise.resolve(vscode.window.withProgress({
         location: vscode.ProgressLocation.Notification,
         title: 'Topic Forest: setting up the server',

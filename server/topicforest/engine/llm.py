@@ -15,6 +15,8 @@ def load_litellm() -> ModuleType:
     """Import litellm once, offline-safe and quiet (nothing may reach a stdio JSON-RPC channel)."""
     with _lock:
         os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+        # litellm's DEV mode loads a `.env` found from its own folder upwards into os.environ
+        os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
         with contextlib.redirect_stdout(io.StringIO()):
             import litellm
         litellm.suppress_debug_info = True

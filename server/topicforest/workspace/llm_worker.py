@@ -29,6 +29,7 @@ import pickle
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any, BinaryIO
@@ -42,6 +43,14 @@ from topicforest.engine.summarize.litellm_summarizer import LiteLLMSummarizer
 
 log = logging.getLogger(__name__)
 HEADER = struct.Struct(">I")
+
+
+def neutral_directory() -> str:
+    """Where the child runs: never the workspace. With `-I` (isolated: no current directory,
+    PYTHON* variables or user site on sys.path) a cloned repository's `litellm/` or `topicforest/`
+    is not imported in place of ours; outside it, nothing litellm reads relative to the current
+    directory comes from the repository either."""
+    return tempfile.gettempdir()
 
 
 class WorkerError(Exception):
@@ -71,9 +80,10 @@ class LLMWorker:
             process = self._process
             if process is None or process.poll() is not None:
                 process = self._process = subprocess.Popen(
-                    [sys.executable, "-m", __name__],
+                    [sys.executable, "-I", "-m", __name__],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
+                    cwd=neutral_directory(),
                 )
                 threading.Thread(
                     target=self._read, args=(process,), name="llm-worker", daemon=True

@@ -1,10 +1,13 @@
-import { existsSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { expect } from 'expect';
 import {
   baseCandidates, checkServerPackage, describeNoPython, describeStartProblem, type Exec,
-  expandSetting, findBasePython, installCommand, versionAtLeast,
+  execProgram, expandSetting, findBasePython, installCommand, isInside, neutralDirectory,
+  SERVE_ARGS, versionAtLeast,
 } from '../../src/python';
 
 const REPO_PYTHON = join(process.cwd(), '../../.venv/bin/python');
@@ -20,6 +23,44 @@ function versions(table: Record<string, string>): Exec {
     return Promise.resolve({ code: 0, stdout: `${v}\n`, stderr: '' });
   };
 }
+
+/** A cloned repository whose planted `topicforest/` leaves a marker when it is imported. */
+function hostileRepository(): { root: string; marker: string } {
+  const root = mkdtempSync(join(tmpdir(), 'tf-hostile-'));
+  const marker = join(root, 'pwned');
+  mkdirSync(join(root, 'topicforest'));
+  writeFileSync(join(root, 'topicforest', '__init__.py'),
+    `import pathlib; pathlib.Path(${JSON.stringify(marker)}).write_text('ran')\n`);
+  return { root, marker };
+}
+
+describe('a hostile workspace never runs its code', () => {
+  it('the server argv imports our topicforest even when started inside the repository', { skip: !existsSync(REPO_PYTHON) && 'no .venv (make venv)' }, () => {
+    const { root, marker } = hostileRepository();
+    const argv = SERVE_ARGS.map((a) => (a === 'serve' ? '--version' : a));
+    const done = spawnSync(REPO_PYTHON, argv, { cwd: root, encoding: 'utf8' });
+    expect(done.status).toBe(0);
+    expect(done.stdout).toMatch(/^topicforest \d/);
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it('every interpreter check runs isolated, outside the workspace', { skip: !existsSync(REPO_PYTHON) && 'no .venv (make venv)' }, async () => {
+    const { root, marker } = hostileRepository();
+    const r = await execProgram(REPO_PYTHON, ['-c', 'import os, sys; print(os.getcwd()); print(sys.flags.isolated)']);
+    expect(r.stdout.split('\n').slice(0, 2)).toEqual([neutralDirectory(), '1']);
+    expect(neutralDirectory()).not.toBe(root);
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it("an untrusted workspace's own interpreter is never a candidate", async () => {
+    const api = async () => ({ environments: { getActiveEnvironmentPath: () => ({ path: '/ws/.venv/bin/python' }) } });
+    expect(await baseCandidates(api, '/ws')).toEqual([{ path: 'python3', source: 'path' },
+      { path: 'python', source: 'path' }]);
+    expect(isInside('/ws/.venv/bin/python', '/ws')).toBe(true);
+    expect(isInside('/wsx/bin/python', '/ws')).toBe(false);
+    expect(isInside('/usr/bin/python3', '/ws')).toBe(false);
+  });
+});
 
 describe('python interpreter search', () => {
   it('expands ${workspaceFolder} and relative paths in the setting', () => {

@@ -4,6 +4,7 @@ import { mocked } from 'jest-mock';
 import * as vscode from 'vscode';
 import type { ServerState } from '../../src/connection';
 import { SetupError, type SetupHost } from '../../src/environment';
+import { neutralDirectory } from '../../src/python';
 import { type Environment, type Launch, openPythonSetting, type ServerProcess, ServerManager } from '../../src/server';
 import { eventually } from '../eventually';
 import { clearAllMocks, configuration, env, progressReports, terminals, Uri, workspace } from '../mocks/vscode';
@@ -99,7 +100,7 @@ describe('server manager', () => {
     expect(states).toEqual(['starting', 'running']);
     expect(processes).toHaveLength(1);
     const [p] = processes as [FakeProcess];
-    expect(p.launch).toEqual({ python: '/venv/bin/python', cwd: '/ws', initializationOptions: {
+    expect(p.launch).toEqual({ python: '/venv/bin/python', cwd: neutralDirectory(), initializationOptions: {
       chatModel: 'openai/stub', summaryModels: [], apiBase: null, historyBudget: 1024,
       attachmentBudget: 4096, mergeThreshold: 0.15, maxTopics: 12, storePath: null,
       storeUrl: null, user: null } });
@@ -120,6 +121,23 @@ describe('server manager', () => {
       message: 'installing the server 0.1.0', increment: 50 }]);
     expect(logged).toEqual(expect.arrayContaining(['Topic Forest extension 0.1.0',
       'python: /storage/env/bin/python (bundled)', 'server: topicforest 0.1.0']));
+  });
+
+  it("in Restricted Mode an interpreter inside the workspace is refused, never run", async () => {
+    workspace.isTrusted = false;
+    configuration.set('topicForest.python', '.venv/bin/python'); // a user setting, relative
+    let checked = 0;
+    const processes: FakeProcess[] = [];
+    const manager = new ServerManager(log, {
+      create: (launch) => { const p = new FakeProcess(launch); processes.push(p); return p; },
+      checkPackage: () => { checked += 1; return Promise.resolve({ check: 'ok', version: '0.1.0' }); },
+      extensionVersion: '0.1.0',
+    });
+    await manager.start();
+    expect(manager.state).toBe('failed');
+    expect(manager.failure).toMatch(/\/ws\/\.venv\/bin\/python is inside this workspace, which is not trusted/);
+    expect(checked).toBe(0);
+    expect(processes).toHaveLength(0);
   });
 
   it('a failed setup shows its message with Retry, and Retry starts over', async () => {
