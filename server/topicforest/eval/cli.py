@@ -6,10 +6,15 @@ import argparse
 import os
 import shlex
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from topicforest.eval import external
 from topicforest.eval.dataset import DatasetError, default_paths, load_conversation
+from topicforest.eval.external import EXTERNAL
+from topicforest.eval.external_run import evaluate_external, external_lines
+from topicforest.eval.quick import dev_lines
 from topicforest.eval.report import summary_lines, write_report
 from topicforest.eval.run import Options, run
 
@@ -20,7 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m topicforest.eval",
         description="Compare Topic Forest, flat recursive summarization and truncation on "
-        "conversations with planted facts; writes docs/benchmarks.md and PNG plots.",
+        "conversations with planted facts; writes docs/benchmarks.md and PNG plots. Then the "
+        f"external set ({EXTERNAL}): printed, skipped with a reason when absent.",
     )
     parser.add_argument("conversations", nargs="*", type=Path, help="extra conversation files")
     parser.add_argument(
@@ -71,11 +77,44 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="skip replaying Topic Forest and flat at other budgets (default with --model)",
     )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="the iteration loop: print compact tables and write no report; skips the waiting "
+        "replay, split check, budget sweep, the extractive-summarizer column and the other "
+        "pause behaviour",
+    )
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument(
+        "--external-only",
+        action="store_true",
+        help=f"evaluate only the external set ({EXTERNAL}); writes no report",
+    )
+    only.add_argument("--no-external", action="store_true", help="skip the external set")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=2,
+        help="processes replaying the external set's conversations (default 2)",
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if not 256 <= args.budget <= 1_000_000 or not 0 < args.time_scale <= 1 or args.jobs < 1:
+        print(
+            "error: --budget must be 256..1000000, --time-scale in (0, 1], --jobs ≥ 1",
+            file=sys.stderr,
+        )
+        return 2
+    code = 0 if args.external_only else _dev(args, argv)
+    if code == 0 and not args.no_external:
+        code = _external(args)
+    return code
+
+
+def _dev(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     given = list(args.conversations)
     paths = given if args.only else [*default_paths(SHARED), *given]
     if not paths:
@@ -88,28 +127,54 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DatasetError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if not 256 <= args.budget <= 1_000_000 or not 0 < args.time_scale <= 1:
-        print("error: --budget must be 256..1000000 and --time-scale in (0, 1]", file=sys.stderr)
-        return 2
+    quick = args.quick
     options = Options(
         budget=args.budget,
         model=args.model,
         api_base=args.api_base,
-        waiting=not args.no_waiting,
+        waiting=not (args.no_waiting or quick),
         time_scale=args.time_scale,
         think=args.think,
         pause=not args.no_pause,
-        sweep=() if args.no_sweep or args.model else Options.sweep,
+        sweep=() if args.no_sweep or args.model or quick else Options.sweep,
         aider=not args.no_aider,
-        split=not args.no_split,
+        split=not (args.no_split or quick),
+        extractive=not quick,
+        alternative=not quick,
     )
-    out = args.out or Path("docs/benchmarks-real.md" if args.model else "docs/benchmarks.md")
+    started = time.perf_counter()
     evaluation = run(conversations, options)
+    if quick:
+        print("\n".join(dev_lines(evaluation)))
+        print(f"({time.perf_counter() - started:.0f} s; no report written: --quick)")
+        return 0
     print(f"aider: {evaluation.aider_note}")
+    out = args.out or Path("docs/benchmarks-real.md" if args.model else "docs/benchmarks.md")
     command = "make eval" if argv is None and len(sys.argv) == 1 else _command(argv)
     files = write_report(evaluation, out, command)
     print("\n".join(summary_lines(evaluation)))
     print("wrote " + ", ".join(str(f) for f in files))
+    return 0
+
+
+def _external(args: argparse.Namespace) -> int:
+    """The external set, printed (the report does not show it yet)."""
+    reason = "--model (it runs with the stub's summarizer)" if args.model else None
+    reason = reason or external.missing(EXTERNAL)
+    if reason:
+        print(f"\nexternal set skipped: {reason}", file=sys.stderr)
+        return 0
+    try:
+        data = external.load_external(EXTERNAL)
+    except DatasetError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    evaluation = evaluate_external(
+        data, args.budget, aider=not args.no_aider, jobs=args.jobs, pause=not args.no_pause
+    )
+    print("\n" + "\n".join(external_lines(evaluation)))
+    print(f"({time.perf_counter() - started:.0f} s with {args.jobs} process(es))")
     return 0
 
 

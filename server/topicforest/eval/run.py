@@ -72,6 +72,8 @@ class Options:
     sweep: tuple[int, ...] = (1024, 1536, 3072, 4096)
     aider: bool = True  # run aider's real ChatSummary (stub only; needs .venv-aider)
     split: bool = True  # tune on half the conversations, report the other half (stub only)
+    extractive: bool = True  # also score with the engine's extractive summarizer (stub only)
+    alternative: bool = True  # also replay Topic Forest with the other pause behaviour
 
 
 @dataclass
@@ -231,17 +233,7 @@ async def evaluate_conversation(
     forest = await run_topic_forest(
         conv, summarizer, options.budget, idle_after_reply=options.pause
     )
-    other = await run_topic_forest(
-        conv, summarizer, options.budget, idle_after_reply=not options.pause
-    )
-    alternative = Alternative(
-        pause=not options.pause,
-        kept_query=sum(
-            contains_all(other.context_by_fact[f.id], f.must_contain) for f in conv.facts
-        ),
-        kept_plain=sum(contains_all(other.context_no_query, f.must_contain) for f in conv.facts),
-        cost=other.cost,
-    )
+    alternative = await alternative_run(conv, summarizer, options) if options.alternative else None
     flat = await run_flat(conv, summarizer, options.budget)
     truncation = run_truncation(conv, options.budget)
     budgets = [await budget_run(conv, summarizer, b, options.pause) for b in options.sweep]
@@ -280,6 +272,22 @@ async def evaluate_conversation(
         fallback_renders=forest.fallback_renders,
         alternative=alternative,
         budgets=budgets,
+    )
+
+
+async def alternative_run(
+    conv: Conversation, summarizer: Summarizer, options: Options
+) -> Alternative:
+    other = await run_topic_forest(
+        conv, summarizer, options.budget, idle_after_reply=not options.pause
+    )
+    return Alternative(
+        pause=not options.pause,
+        kept_query=sum(
+            contains_all(other.context_by_fact[f.id], f.must_contain) for f in conv.facts
+        ),
+        kept_plain=sum(contains_all(other.context_no_query, f.must_contain) for f in conv.facts),
+        cost=other.cost,
     )
 
 
@@ -343,7 +351,8 @@ async def evaluate(conversations: Sequence[Conversation], options: Options) -> E
             summarizer = LiteLLMSummarizer(options.model, api_base=options.api_base)
         else:
             summarizer = LiteLLMSummarizer(STUB_SUMMARY_MODEL, api_base=stub.base_url)
-            extractive = LiteLLMSummarizer(STUB_EXTRACTIVE_MODEL, api_base=stub.base_url)
+            if options.extractive:
+                extractive = LiteLLMSummarizer(STUB_EXTRACTIVE_MODEL, api_base=stub.base_url)
         aider, note = await aider_runs(conversations, options, stub.base_url)
         present = {s for runs in aider for s in runs}
         systems = tuple(
@@ -377,7 +386,9 @@ async def aider_runs(
         return nothing, "aider's ChatSummary not run (--no-aider)"
     try:
         version = await check_aider()
-        models = {"aider": STUB_SUMMARY_MODEL, "aider_x": STUB_EXTRACTIVE_MODEL}
+        models = {"aider": STUB_SUMMARY_MODEL}
+        if options.extractive:
+            models["aider_x"] = STUB_EXTRACTIVE_MODEL
         jobs = [
             AiderJob(conv, model.split("/", 1)[1], options.budget)
             for conv in conversations
