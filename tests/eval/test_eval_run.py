@@ -83,7 +83,7 @@ def test_cli_writes_report_and_figures(
 ) -> None:
     out = tmp_path / "bench.md"
     args = ["--only", str(tiny_path), "--budget", "320", "--out", str(out), "--time-scale", "0.002"]
-    assert cli.main(args) == 0
+    assert cli.main([*args, "--no-external"]) == 0
     text = out.read_text()
     assert "## Targets (issue 10)" in text and "| **all** |" in text and "| **worst** |" in text
     assert "python -m topicforest.eval --only" in text  # each figure names its command
@@ -99,9 +99,22 @@ def test_cli_writes_report_and_figures(
 def test_cli_rejects_a_bad_file_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"id": "x", "messages": [], ')
-    assert cli.main(["--only", str(bad), "--out", str(tmp_path / "b.md")]) == 2
+    assert cli.main(["--only", str(bad), "--out", str(tmp_path / "b.md"), "--no-external"]) == 2
     assert "cannot read conversation" in capsys.readouterr().err
     assert not (tmp_path / "b.md").exists()
+
+
+def test_quick_prints_the_compact_table_and_writes_no_report(
+    tmp_path: Path, tiny_path: Path, capsys: pytest.CaptureFixture[str], stub_key: None
+) -> None:
+    args = ["--only", str(tiny_path), "--budget", "320", "--out", str(tmp_path / "q.md")]
+    assert cli.main([*args, "--quick", "--no-aider", "--no-external"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head = next(line for line in lines if line.startswith("conversation"))
+    assert head.split()[1:] == ["query", "no", "query", "purity", "ARI", "in/flat", "largest"]
+    assert sum(line.startswith(("pooled ", "worst ")) for line in lines) == 2
+    assert any(line.startswith("tiny") for line in lines)
+    assert not list(tmp_path.iterdir())  # no report, no figures
 
 
 def test_sample_conversation_follows_the_schema() -> None:
