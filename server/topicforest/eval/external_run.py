@@ -17,6 +17,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
+from topicforest.engine.llm import load_litellm
 from topicforest.engine.summarize.base import QUOTE
 from topicforest.engine.summarize.litellm_summarizer import LiteLLMSummarizer
 from topicforest.eval.aider_baseline import AiderJob, AiderUnavailable, check_aider, run_aider
@@ -99,6 +100,7 @@ async def _replay_with_stub(conv: Conversation, budget: int, pause: bool) -> Ext
 def _replay_alone(conv: Conversation, budget: int, pause: bool) -> ExternalResult:
     """One conversation in a worker process, with its own stub."""
     os.environ.setdefault("OPENAI_API_KEY", STUB_API_KEY)  # litellm wants one; the stub ignores
+    load_litellm()  # imported once per process, outside the replay's own time
     return asyncio.run(_replay_with_stub(conv, budget, pause))
 
 
