@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from topicforest.engine.clustering import centered
 from topicforest.engine.embedding import norm_sq
 from topicforest.engine.resolver import resolve_all
 from topicforest.engine.summarize import ExtractiveSummarizer
@@ -71,3 +72,20 @@ def test_a_summary_mostly_about_what_left_is_made_again() -> None:
     (subject,) = subjects_of(window, mixed)
     others = [TOPICS[t][0].split()[1] for t in TOPICS if t != subject]
     assert not any(word in remade.text for word in others)
+
+
+def test_centered_cosines_equal_cosines_of_centered_vectors() -> None:
+    vectors = {1: (1.0, 0.0, 2.0), 2: (0.5, 1.0, 2.0), 3: (0.0, 2.0, 1.5), 4: (1.0, 1.0, 1.0)}
+    unit = {k: tuple(x / math.hypot(*v) for x in v) for k, v in vectors.items()}
+    mean = [sum(u[i] for u in unit.values()) / len(unit) for i in range(3)]
+
+    def cos(a: tuple[float, ...], b: tuple[float, ...]) -> float:
+        return sum(x * y for x, y in zip(a, b, strict=True)) / (math.hypot(*a) * math.hypot(*b))
+
+    items = sorted(vectors)
+    raw = {(a, b): cos(unit[a], unit[b]) for i, a in enumerate(items) for b in items[i + 1 :]}
+    centered_cosines = centered(items, raw)
+    for (a, b), value in centered_cosines.items():
+        ca = tuple(x - m for x, m in zip(unit[a], mean, strict=True))
+        cb = tuple(x - m for x, m in zip(unit[b], mean, strict=True))
+        assert value == pytest.approx(cos(ca, cb))

@@ -23,7 +23,7 @@ class WindowConfig:
     hot_share: float = 0.5  # share of the budget each thread keeps verbatim
     max_message_chars: int = 200_000
     max_vocabulary: int = 50_000
-    summary_batch_tokens: int = 768  # unsummarized tokens a topic gathers before a summary call
+    summary_batch_tokens: int = 1024  # unsummarized tokens a topic gathers before a summary call
     workspace_root: str | None = None  # absolute paths under this folder are named relative to it
 
     def __post_init__(self) -> None:

@@ -4,7 +4,7 @@ Graduation places each exchange once, online, by what the forest looks like at t
 choices are poor (few topics, a young vocabulary) and, with union-find alone, final. Upkeep runs
 `Refiner.step` in slices of bounded time, off the chat path. Every so often (when enough exchanges
 arrived since the last time) it clusters the most recent exchanges (at most `WINDOW_UNITS`) again
-from scratch (older exchanges stay where they are):
+from scratch (older exchanges stay where they are; steps 1-4 are `clustering`'s):
 
 1. **vectors**: each message's terms, sublinear and normalized, summed per exchange, so a pasted
    log or a 300-line file does not outvote the question it came with;
@@ -14,10 +14,17 @@ from scratch (older exchanges stay where they are):
    and a window may span subjects of very different kinds); groups with fewer than
    `FRAGMENT_SHARE` of the exchanges are fragments and join their nearest group; the topic cap
    is a ceiling;
-3. **segmental k-means**: exchanges are reassigned to the nearest group, a thread's consecutive
+3. **large groups halved**: a group holding more than `LARGE_SHARE` of the exchanges is split
+   in two by what tells its parts apart (cosines centered on its own mean), again while a half
+   is still that large: one issue discussed for hundreds of messages shares its vocabulary
+   throughout, and a person draws its phases, not one catch-all;
+4. **segmental k-means**: exchanges are reassigned to the nearest group, a thread's consecutive
    exchanges preferring to stay together (a Viterbi path with a switch penalty): people talk
-   about one thing for a while, and a reply that quotes other code should not leave its subject;
-4. **reconcile** with the forest, keeping ids stable: a topic stays with the group of the
+   about one thing for a while, and a reply that quotes other code should not leave its subject.
+   Cosines here are centered on the exchanges' mean direction (`clustering.centered`):
+   uncentered, a big group's center is mostly the project's shared vocabulary and attracts
+   every exchange, which turned a window's groups back into one catch-all;
+5. **reconcile** with the forest, keeping ids stable: a topic stays with the group of the
    exchange that names it, other groups become the topic they overlap most; a group with no such
    topic is split off the topic it overlaps most (new id: its oldest
    message's); a topic left with only its naming exchange follows it into its group's topic
@@ -34,36 +41,34 @@ it is then (units that moved, dropped topics) and never forced.
 
 from __future__ import annotations
 
-import heapq
 import math
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from topicforest.engine.clustering import (
+    MIN_TOPIC_EXCHANGES,
+    SCORE_EVERY,
+    Vector,
+    agglomerate,
+    provisional_home,
+    segmental_kmeans,
+    split_large,
+    unit_vector,
+)
 from topicforest.engine.embedding import dot, norm_sq
 
 if TYPE_CHECKING:
     from topicforest.engine.window import ContextWindow
 
 WINDOW_UNITS = 400  # most recent exchanges that can still move (their terms stay in memory)
-COHESION_RATIO = 0.7  # groups less alike than this share of their own cohesion stay apart
-MIN_COHESIVE = 3  # exchanges a group needs before its cohesion is trusted
-MIN_TOPIC_EXCHANGES = 2  # fewer than this: a fragment, not a topic
-FRAGMENT_SHARE = 0.07  # and a group with less than this share of the exchanges
-STAY_BONUS = 0.05  # cosine an exchange's current topic is preferred by
 WEAK_TOKENS = 80  # shorter (and under half the median): joins groups, never starts one
-SWITCH_PENALTY = 0.3  # cosine a thread pays to change topic between consecutive exchanges
-KMEANS_ROUNDS = 6
 RECLUSTER_GROWTH = 0.25  # re-cluster after this share of the window arrived anew (at least 4)
 MIN_NEW_UNITS = 4
-YIELD_EVERY = 64  # pieces of work between checks of the time budget
 MOVES_EVERY = 8  # exchanges moved between checks (a round's result is applied in slices too)
-SCORE_EVERY = 16  # exchanges scored against every group between checks
 PAIRS_EVERY = 256  # similarities computed between checks
-
-Vector = dict[str, float]
 
 
 @dataclass(slots=True)
@@ -218,10 +223,19 @@ class Refiner:
                 work += 1
                 if work % PAIRS_EVERY == 0:  # a fresh similarity costs tens of microseconds
                     yield None
-        groups = yield from _agglomerate(items, similarity, window.config.max_topics)
+        groups = yield from agglomerate(items, similarity, window.config.max_topics)
+        groups = yield from split_large(groups, similarity, window.config.max_topics)
         assignment = {item: g for g, members in groups.items() for item in members}
-        home = _provisional_home(assignment, topic_of)
-        yield from _segmental_kmeans(units, vectors, assignment, idf, home)
+        home = provisional_home(assignment, topic_of)
+        mean: Vector = {}
+        for key in items:
+            for term, value in vectors[key].items():
+                mean[term] = mean.get(term, 0.0) + value / (norms[key] or 1.0) / len(items)
+        sequences: dict[str, list[int]] = {}  # per thread, in order
+        for unit in units:
+            if unit.ids[0] in vectors:
+                sequences.setdefault(unit.thread_id, []).append(unit.ids[0])
+        yield from segmental_kmeans(list(sequences.values()), vectors, assignment, idf, home, mean)
         plan = Plan(groups={}, topic_of=topic_of)
         previous: dict[str, int] = {}  # thread -> group of its last exchange
         for unit in units:
@@ -234,197 +248,6 @@ class Refiner:
                 continue
             previous[unit.thread_id] = plan.groups[key]
         yield from apply_plan(window, self.units, plan)
-
-
-def unit_vector(message_terms: Sequence[Mapping[str, float]], idf: Mapping[str, float]) -> Vector:
-    """Sum of each message's sublinear, normalized term weights (as raw counts for `dot`)."""
-    total: Vector = {}
-    for counts in message_terms:
-        sub = {t: 1.0 + math.log(c) for t, c in counts.items() if c > 0 and t in idf}
-        length = math.sqrt(norm_sq(sub, idf))
-        if length <= 0:
-            continue
-        for term, value in sub.items():
-            total[term] = total.get(term, 0.0) + value / length
-    return total
-
-
-def _agglomerate(
-    items: list[int], similarity: dict[tuple[int, int], float], max_groups: int
-) -> Generator[None, None, dict[int, list[int]]]:
-    """Average-linkage clustering that keeps two groups apart when they are less alike than
-    `COHESION_RATIO` × how alike each is within itself (a local rule: it does not depend on how
-    many other subjects, or projects, the window holds); fragments then join their nearest
-    group, and the topic cap is a ceiling. Returns groups by their first item (a generator:
-    `yield from` gives the result)."""
-
-    def pair(a: int, b: int) -> float:
-        return similarity[(a, b)] if (a, b) in similarity else similarity[(b, a)]
-
-    members = {item: [item] for item in items}
-    internal = dict.fromkeys(items, 0.0)  # sum of the similarities of a group's pairs
-    linkage: dict[tuple[int, int], float] = {}
-    version = dict.fromkeys(items, 0)  # bumps when a group grows: older heap entries are stale
-    heap: list[tuple[float, int, int, int, int]] = []
-    for i, a in enumerate(items):
-        for b in items[i + 1 :]:
-            s = pair(a, b)
-            linkage[(a, b)] = s
-            heap.append((-s, a, b, 0, 0))
-        if i % 16 == 15:  # ~80,000 pairs for a full window: not in one slice
-            yield None
-    heapq.heapify(heap)
-
-    def link(a: int, b: int) -> float:
-        return linkage[(a, b)] if (a, b) in linkage else linkage[(b, a)]
-
-    def cohesion(group: int) -> float | None:
-        n = len(members[group])
-        return internal[group] / (n * (n - 1) / 2) if n >= MIN_COHESIVE else None
-
-    def merge(a: int, b: int) -> None:
-        for other in members:
-            if other not in (a, b):
-                na, nb = len(members[a]), len(members[b])
-                linkage[(a, other)] = (na * link(a, other) + nb * link(b, other)) / (na + nb)
-                linkage.pop((other, a), None)
-        internal[a] += internal.pop(b) + len(members[a]) * len(members[b]) * link(a, b)
-        members[a] += members.pop(b)
-        version[a] += 1
-        for other in members:
-            if other != a:
-                heapq.heappush(heap, (-link(a, other), a, other, version[a], version[other]))
-
-    work = 0
-    while heap:
-        best, a, b, va, vb = heapq.heappop(heap)
-        work += 1  # stale and refused pairs are work too: a round pops ~200,000 of them
-        if work > YIELD_EVERY * 16:
-            work = 0
-            yield None
-        if not _current((best, a, b, va, vb), members, version):
-            continue
-        ca, cb = cohesion(a), cohesion(b)
-        if ca is not None and cb is not None and -best < COHESION_RATIO * min(ca, cb):
-            continue  # two subjects: each is more alike within itself than to the other
-        merge(a, b)
-        work += len(members)
-        if work > YIELD_EVERY * 16:
-            work = 0
-            yield None
-    smallest = max(MIN_TOPIC_EXCHANGES, FRAGMENT_SHARE * len(items))
-    while len(members) > 1:
-        small = [g for g in members if len(members[g]) < smallest]
-        if not small and len(members) <= max_groups:
-            break
-        if small:  # a fragment joins the group it is most like
-            a = min(small, key=lambda g: len(members[g]))
-            b = max((g for g in members if g != a), key=lambda g: link(a, g))
-        else:  # over the ceiling: the two most alike groups merge
-            a, b = max(((x, y) for x in members for y in members if x < y), key=lambda p: link(*p))
-        merge(b, a) if len(members[b]) >= len(members[a]) else merge(a, b)
-        yield None
-    return {group: list(ms) for group, ms in members.items()}
-
-
-def _current(
-    entry: tuple[float, int, int, int, int],
-    members: Mapping[int, object],
-    version: Mapping[int, int],
-) -> bool:
-    _, a, b, va, vb = entry
-    return a in members and b in members and version[a] == va and version[b] == vb
-
-
-def _provisional_home(assignment: Mapping[int, int], topic_of: Mapping[int, int]) -> dict[int, int]:
-    """Per unit, the group that stands for its current topic (the group holding most of that
-    topic's exchanges), so staying there can be preferred."""
-    votes: dict[int, Counter[int]] = {}
-    for item, group in assignment.items():
-        topic = topic_of.get(item)
-        if topic is not None:
-            votes.setdefault(topic, Counter())[group] += 1
-    topic_group = {topic: c.most_common(1)[0][0] for topic, c in votes.items()}
-    return {item: topic_group[topic_of[item]] for item in topic_of if topic_of[item] in topic_group}
-
-
-def _segmental_kmeans(
-    units: list[Unit],
-    vectors: Mapping[int, Vector],
-    assignment: dict[int, int],
-    idf: Mapping[str, float],
-    home: Mapping[int, int],
-) -> Iterator[None]:
-    """Reassign exchanges to the nearest group, per thread along a Viterbi path that pays
-    `SWITCH_PENALTY` for each change of group, and `STAY_BONUS` more for the group standing
-    for an exchange's current topic (the tree should not jump for a marginal gain)."""
-    by_thread: dict[str, list[int]] = {}
-    for unit in units:
-        if unit.ids[0] in vectors:
-            by_thread.setdefault(unit.thread_id, []).append(unit.ids[0])
-    lengths = {item: math.sqrt(norm_sq(vector, idf)) or 1.0 for item, vector in vectors.items()}
-    for _ in range(KMEANS_ROUNDS):
-        centers: dict[int, Vector] = {}
-        for n, (item, group) in enumerate(assignment.items()):
-            scale = 1.0 / lengths[item]
-            center = centers.setdefault(group, {})
-            for term, value in vectors[item].items():
-                center[term] = center.get(term, 0.0) + value * scale
-            if n % SCORE_EVERY == SCORE_EVERY - 1:
-                yield None
-        groups = list(centers)
-        center_norms = [math.sqrt(norm_sq(centers[g], idf)) or 1.0 for g in groups]
-        changed = False
-        for sequence in by_thread.values():
-            scores = []
-            for n, item in enumerate(sequence):
-                if n % SCORE_EVERY == SCORE_EVERY - 1:  # one thread can hold the whole window
-                    yield None
-                vector, length, stay = vectors[item], lengths[item], home.get(item)
-                scores.append(
-                    [
-                        STAY_BONUS * (g == stay) + dot(vector, centers[g], idf) / (length * norm)
-                        for g, norm in zip(groups, center_norms, strict=True)
-                    ]
-                )
-            path = _viterbi(scores, SWITCH_PENALTY)
-            for item, choice in zip(sequence, path, strict=True):
-                if assignment.get(item) != groups[choice]:
-                    assignment[item] = groups[choice]
-                    changed = True
-            yield None
-        if not changed:
-            return
-
-
-def _viterbi(scores: list[list[float]], penalty: float) -> list[int]:
-    """The path through the score rows with the highest total, a change costing `penalty`."""
-    if not scores:
-        return []
-    width = len(scores[0])
-    best = list(scores[0])
-    back: list[list[int]] = []
-    for row in scores[1:]:
-        leader = max(range(width), key=best.__getitem__)
-        step: list[int] = []
-        new = []
-        for k in range(width):
-            stay, switch = best[k], best[leader] - penalty
-            if stay >= switch:
-                new.append(stay + row[k])
-                step.append(k)
-            else:
-                new.append(switch + row[k])
-                step.append(leader)
-        back.append(step)
-        best = new
-    choice = max(range(width), key=best.__getitem__)
-    path = [choice]
-    for step in reversed(back):
-        choice = step[choice]
-        path.append(choice)
-    path.reverse()
-    return path
 
 
 EMPTY = Unit((), "", (), (), (), (), (), chatter=True)
