@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 
 from topicforest.engine import ContextWindow, Message, WindowConfig
-from topicforest.engine.keylines import KeyLineState
+from topicforest.engine.keylines import KeyLineState, pick, rank
+from topicforest.engine.tokens import estimate_tokens
 
 from .helpers import TOPICS, CountingLog, exchange
 
@@ -82,3 +83,19 @@ def test_a_reordered_topic_or_one_that_lost_many_is_collected_again() -> None:
         assert state.collected == ids  # unchanged
     assert state.resume(ids[2:], window.log.get_many, 3)
     assert state.collected == ids[2:]
+
+
+def test_with_no_question_the_room_goes_to_what_is_not_shown_yet() -> None:
+    text = "\n\n".join(
+        [
+            "Set POOL_SIZE=20 in db/pool.py for build_pool and acquire_timeout 30.",
+            "So POOL_SIZE=20 in db/pool.py for build_pool and acquire_timeout 30, confirmed.",
+            "The gateway listens on port 8443.",
+        ]
+    )
+    state = collected([Message(1, "main", "assistant", text, 0.0, 60)])
+    idf = {term: 2.0 for line in state.lines for term in line.terms}
+    ranking = rank(state.lines, idf, estimate_tokens)
+    two_lines = ranking.costs[0] + ranking.costs[1] + 1  # room for the two best-ranked lines
+    picked = [line.text for line in pick(ranking, two_lines)]
+    assert picked == [state.lines[0].text, "The gateway listens on port 8443."], picked

@@ -10,6 +10,7 @@ comments and runs of spaces are trimmed; a setting stated again later replaces t
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import re
 from collections import Counter
@@ -183,11 +184,14 @@ class KeyLineState:
 @dataclass(frozen=True, slots=True)
 class Ranking:
     """Key lines best first by worth per token, with their costs; `least[i]`: the smallest
-    cost from position i on (picking stops once nothing left can fit)."""
+    cost from position i on (picking stops once nothing left can fit); `worths[i]`: line i's
+    worth per token; `weights[i]`: the IDF of each of its terms (what it tells)."""
 
     lines: tuple[KeyLine, ...]
     costs: tuple[int, ...]
     least: tuple[int, ...]
+    worths: tuple[float, ...] = ()
+    weights: tuple[dict[str, float], ...] = ()
 
 
 def rank(lines: list[KeyLine], idf: Mapping[str, float], count: TokenCounter) -> Ranking:
@@ -219,28 +223,51 @@ def rank(lines: list[KeyLine], idf: Mapping[str, float], count: TokenCounter) ->
         smallest = min(smallest, ranked[position][2])
         least[position] = smallest
     return Ranking(
-        tuple(line for _, line, _ in ranked), tuple(cost for _, _, cost in ranked), tuple(least)
+        tuple(line for _, line, _ in ranked),
+        tuple(cost for _, _, cost in ranked),
+        tuple(least),
+        tuple(worth for worth, _, _ in ranked),
+        tuple({t: idf.get(t, 0.0) for t in line.terms} for _, line, _ in ranked),
     )
 
 
 def pick(ranking: Ranking, room: int, skip: str = "") -> list[KeyLine]:
     """The best lines of a ranking within `room` tokens, in conversation order, not repeating
-    `skip` (text the reader sees anyway: a summary)."""
+    `skip` (text the reader sees anyway: a summary).
+
+    A line is worth what it tells that the lines chosen before it (and `skip`) do not: its
+    worth shrinks with the share of its terms' weight already shown. Five lines naming the
+    same file and function are one fact said five times; with no question to answer, the room
+    is better spent on the names and values nothing else shows (lazy greedy: a worth only
+    ever shrinks, so a line whose updated worth still leads is the best)."""
     if room <= 0:
         return []
+    covered = set(extract_terms(skip)) if skip else set()
+    lowered_skip = skip.lower()
+    heap = [(-worth, i) for i, worth in enumerate(ranking.worths)]  # already in order
     chosen: list[KeyLine] = []
     texts: set[str] = set()
     used = 0
-    lowered_skip = skip.lower()
-    for line, cost, least in zip(ranking.lines, ranking.costs, ranking.least, strict=True):
-        if used + least > room:
-            break  # no line from here on fits
+    smallest = ranking.least[0] if ranking.least else 0
+    while heap and used + smallest <= room:
+        _, i = heapq.heappop(heap)
+        line, cost = ranking.lines[i], ranking.costs[i]
+        if used + cost > room:
+            continue
         lowered = line.text.lower()
         if lowered in texts or lowered in lowered_skip:  # said already, or in the summary
             continue
-        if used + cost > room:
+        weights = ranking.weights[i]
+        total = sum(weights.values())
+        new = sum(w for t, w in weights.items() if t not in covered)
+        worth = ranking.worths[i] * (new / total if total > 0 else 1.0)
+        if heap and worth < -heap[0][0] - 1e-12:
+            heapq.heappush(heap, (-worth, i))  # its worth fell: compare it again later
+            continue
+        if worth <= 0:
             continue
         chosen.append(line)
         texts.add(lowered)
+        covered.update(weights)
         used += cost
     return sorted(chosen, key=lambda line: (line.message_id, line.position))
