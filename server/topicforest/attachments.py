@@ -11,6 +11,7 @@ and summaries ever see. The text actually sent is stored beside it (for Retry), 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -122,11 +123,20 @@ def _first_line(attachment: Attachment) -> int:
 def _body(attachment: Attachment, lines: list[str], marker: str | None) -> str:
     name = label(attachment.kind, attachment.path, attachment.range)
     kind = ", ".join(k for k in (attachment.kind, attachment.language) if k)
-    fence = "```"
-    while any(fence in line for line in lines):
-        fence += "`"
+    fence = fence_for(lines)
     code = "\n".join([fence + (attachment.language or ""), *lines, fence])
     return "\n".join(p for p in (f"### {name} ({kind})", code, marker) if p)
+
+
+def fence_for(lines: Iterable[str]) -> str:
+    """A backtick fence no line can close: one longer than the longest backtick run in them
+    (found in one pass; growing it a backtick at a time rescanned the text per backtick, and
+    one 30,000-backtick run held the server for seconds)."""
+    longest = max((len(run) for line in lines for run in _BACKTICKS.findall(line)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+_BACKTICKS = re.compile("`+")
 
 
 def _cut(attachment: Attachment, room: int, count: Counter) -> str:
@@ -148,9 +158,11 @@ def _cut(attachment: Attachment, room: int, count: Counter) -> str:
         running.append(total)
     frame = count(body(0))
     fitting = [k for k, cost in enumerate(running[: len(lines)]) if cost + frame <= room]
-    kept = fitting[-1] if fitting else 0
-    while kept and count(body(kept)) > room:
-        kept -= 1
+    low, high = 0, fitting[-1] if fitting else 0
+    while low < high:  # the most lines whose body really fits: a body costs more with each line
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if count(body(middle)) <= room else (low, middle - 1)
+    kept = low
     if lines and (kept or frame <= room):
         return body(kept)
     name = label(attachment.kind, attachment.path, attachment.range)

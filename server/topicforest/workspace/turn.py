@@ -171,7 +171,14 @@ class ChatTurns:
             user = self._retry_target(session, thread_id, retry_of)
             carried = session.attachments.sent(user.id)
         else:
-            carried = fit(attachments or [], settings.attachment_budget, session.window.count)
+            # off the loop: fitting 20 attachments of 200,000 characters is real work
+            carried = (
+                await asyncio.to_thread(
+                    fit, attachments, settings.attachment_budget, session.window.count
+                )
+                if attachments
+                else []
+            )
             with session.unsynced(), session.appending():  # fsync overlaps the model call
                 user = self.append(
                     thread_id, "user", with_references(text, [a.ref for a in carried]), wake=False
