@@ -26,7 +26,7 @@ from topicforest.attachments import (
 )
 from topicforest.engine import Message
 from topicforest.engine.render import RenderedContext
-from topicforest.workspace.chat_model import Usage
+from topicforest.workspace.chat_model import ChatModelError, Usage
 from topicforest.workspace.errors import ChatNotConfigured, NotRetryable, ProviderError
 from topicforest.workspace.gate import SendGate
 from topicforest.workspace.models import Models
@@ -198,6 +198,7 @@ class ChatTurns:
         usage: Usage | None = None
         cancelled = False
         synced: asyncio.Future[None] | None = None
+        room = session.window.config.max_message_chars  # what a reply can be stored with
         try:
             async for delta, piece_usage in chat_model.stream(messages, sending.out):
                 usage = piece_usage or usage
@@ -205,6 +206,12 @@ class ChatTurns:
                     synced = asyncio.ensure_future(session.sync())
                     self.kick()
                 if delta:
+                    room -= len(delta)
+                    if room < 0:  # an endless stream is not held without bound
+                        raise ChatModelError(
+                            "the reply went past the longest a message can be "
+                            f"({session.window.config.max_message_chars} characters)"
+                        )
                     on_delta(len(parts), delta)
                     parts.append(delta)
         except asyncio.CancelledError:
