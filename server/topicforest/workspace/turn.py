@@ -217,7 +217,7 @@ class ChatTurns:
         except asyncio.CancelledError:
             cancelled = True
         except Exception as exc:
-            self._store_reply(session, thread_id, parts, cancelled=True)  # keep what did arrive
+            self._store_reply(session, user, parts, cancelled=True)  # keep what did arrive
             raise ProviderError(f"The chat model {model} failed: {short_error(exc)}") from exc
         finally:
             sending.end()  # failed or cancelled before its request left: upkeep may go on
@@ -226,7 +226,7 @@ class ChatTurns:
             # stream just ended) must not skip storing the reply the user has already seen.
             if await _through_cancel(synced or asyncio.ensure_future(session.sync())):
                 cancelled = True
-        reply = self._store_reply(session, thread_id, parts, cancelled=cancelled)
+        reply = self._store_reply(session, user, parts, cancelled=cancelled)
         if sending.sent:
             log.debug(
                 "turn %s: %.3f ms from receipt to the first byte sent at %.6f"
@@ -264,13 +264,19 @@ class ChatTurns:
         return session.window.log.get(message_id)
 
     def _store_reply(
-        self, session: StoreSession, thread_id: str, parts: list[str], *, cancelled: bool
+        self, session: StoreSession, user: Message, parts: list[str], *, cancelled: bool
     ) -> Message | None:
+        """Store the reply to `user`, unless its thread was deleted meanwhile (by this window or
+        another): a reply stored then would bring the thread back, an orphan, into topics."""
         text = "".join(parts)
         if not text.strip():
             return None
         limit = session.window.config.max_message_chars
-        return self.append(thread_id, "assistant", text[:limit], cancelled=cancelled)
+        with session.transaction():  # checked and stored in one write transaction
+            if user.id not in session.thread_message_ids(user.thread_id):
+                log.info("thread %r was deleted while it was answered", user.thread_id)
+                return None
+            return self.append(user.thread_id, "assistant", text[:limit], cancelled=cancelled)
 
 
 def request_messages(
