@@ -111,7 +111,7 @@ class LLMWorker:
         """Send a frame to the child `to`, or to the current one (started if there is none);
         `waiting` is registered with it under the same lock as the child's end, so either that
         end answers it or it goes to a new child. Blocks while the pipe is full: called in a
-        thread."""
+        thread, never on an event loop."""
         body = pickle.dumps(frame)
         with self._lock:
             process = self._process
@@ -131,10 +131,10 @@ class LLMWorker:
                 waiting.process = process
                 self._waiting[frame[0]] = waiting
             assert process.stdin is not None
-            stdin = process.stdin
-        # outside the lock: a full pipe to a stopped child must not hold up its kill
-        stdin.write(HEADER.pack(len(body)) + body)
-        stdin.flush()
+            # A full pipe to a stopped child blocks here, holding the lock, until `_check`
+            # kills that child (without the lock): then the write fails and the lock is free.
+            process.stdin.write(HEADER.pack(len(body)) + body)
+            process.stdin.flush()
 
     def _read(self, process: subprocess.Popen[bytes]) -> None:
         assert process.stdout is not None
@@ -253,10 +253,9 @@ class LLMWorker:
     def _cancel(self, msg_id: int, waiting: _Waiting) -> None:
         """Tell the child a request went to that it may stop (from a thread: the pipe may be
         full); nothing if that child has ended."""
-        frame = (next(self._ids), "cancel", (msg_id,), None)
-
         if waiting.process is None:
             return
+        frame = (next(self._ids), "cancel", (msg_id,), None)
 
         def write() -> None:
             with contextlib.suppress(OSError, ValueError):
