@@ -77,8 +77,8 @@ async def test_fresh_summary_is_applied_and_round_cleans_all_topics() -> None:
 
 async def test_cascade_falls_back_to_the_next_model_then_offline(stub_env: None) -> None:
     async with StubLLM() as stub:
-        first = LiteLLMSummarizer("openai/first", api_base=stub.base_url, timeout=5)
-        second = LiteLLMSummarizer("openai/second", api_base=stub.base_url, timeout=5)
+        first = LiteLLMSummarizer("openai/first", api_base=stub.base_url, timeout=120)
+        second = LiteLLMSummarizer("openai/second", api_base=stub.base_url, timeout=120)
         cascade = CascadeSummarizer([first, second])
         window = filled_window(budget=512)
         request = window.summary_jobs(force=True)[0].request
@@ -186,7 +186,7 @@ async def test_topics_gather_a_batch_before_a_summary_call() -> None:
 async def test_self_hosted_server_needs_no_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     async with StubLLM() as stub:
-        summarizer = LiteLLMSummarizer("openai/local", api_base=stub.base_url, timeout=5)
+        summarizer = LiteLLMSummarizer("openai/local", api_base=stub.base_url, timeout=120)
         request = filled_window(budget=512).summary_jobs(force=True)[0].request
         result = await summarizer.summarize(request)
         assert result.model == "openai/local" and result.text

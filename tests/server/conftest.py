@@ -31,6 +31,8 @@ SERVER_ENV = {
     "PYTHONUNBUFFERED": "1",
     "TOPICFOREST_SETTLE_SECONDS": "2",
 }
+# Waits in tests only bound a hang: generous, so a loaded machine (CI shares its cores) passes.
+HANG = 120.0
 CAPABILITIES = types.ClientCapabilities(
     window=types.WindowClientCapabilities(work_done_progress=True),
     workspace=types.WorkspaceClientCapabilities(workspace_folders=True, configuration=False),
@@ -52,7 +54,7 @@ class Client(LanguageClient):
             await self.protocol.send_request_async(PREFIX + method, params)
         return info.value
 
-    async def wait_for(self, method: str, predicate: Any = None, timeout: float = 10.0) -> Any:
+    async def wait_for(self, method: str, predicate: Any = None, timeout: float = HANG) -> Any:
         """The first recorded notification (past or future) matching `predicate`."""
 
         async def poll() -> Any:
@@ -64,7 +66,7 @@ class Client(LanguageClient):
 
         return await asyncio.wait_for(poll(), timeout)
 
-    async def until(self, condition: Any, timeout: float = 10.0) -> None:
+    async def until(self, condition: Any, timeout: float = HANG) -> None:
         """Wait until `condition()` holds (for state pytest-lsp records, e.g. messages)."""
 
         async def poll() -> None:

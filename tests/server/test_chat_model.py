@@ -113,9 +113,9 @@ def test_the_proxy_comes_from_the_environment_once(monkeypatch: pytest.MonkeyPat
 
 
 async def test_direct_and_litellm_streams_agree(stub: StubLLM) -> None:
-    direct = ChatModel("openai/stub-chat", stub.base_url, timeout=10)
+    direct = ChatModel("openai/stub-chat", stub.base_url, timeout=120)
     assert (await direct.route()).url is not None
-    via_litellm = ChatModel("custom_openai/stub-chat", stub.base_url, timeout=10)
+    via_litellm = ChatModel("custom_openai/stub-chat", stub.base_url, timeout=120)
     assert (await via_litellm.route()).url is None
 
     first, first_usage = await reply_of(direct)
@@ -141,7 +141,7 @@ async def test_direct_and_litellm_streams_agree(stub: StubLLM) -> None:
 async def test_direct_failures_are_clear_errors(stub: StubLLM, fault: str, expected: str) -> None:
     stub.config.hang_seconds = 5
     stub.fail_kind("chat", fault, status=429, message="slow down")  # type: ignore[arg-type]
-    model = ChatModel("openai/stub-chat", stub.base_url, timeout=0.5 if fault == "hang" else 10)
+    model = ChatModel("openai/stub-chat", stub.base_url, timeout=0.5 if fault == "hang" else 120)
     with pytest.raises(ChatModelError) as info:
         await reply_of(model)
     assert expected in str(info.value)
@@ -150,13 +150,13 @@ async def test_direct_failures_are_clear_errors(stub: StubLLM, fault: str, expec
 async def test_a_server_that_ignores_stream_still_answers(
     aiohttp_json_server: str,
 ) -> None:
-    reply, usage = await reply_of(ChatModel("openai/plain", aiohttp_json_server, timeout=10))
+    reply, usage = await reply_of(ChatModel("openai/plain", aiohttp_json_server, timeout=120))
     assert reply == "plain answer" and usage == Usage(7, 2)
 
 
 async def test_unreadable_events_are_errors_not_silence(aiohttp_json_server: str) -> None:
     with pytest.raises(ChatModelError, match="unreadable stream event"):
-        await reply_of(ChatModel("openai/garbled", aiohttp_json_server, timeout=10))
+        await reply_of(ChatModel("openai/garbled", aiohttp_json_server, timeout=120))
 
 
 @pytest.fixture

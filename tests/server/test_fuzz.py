@@ -14,7 +14,7 @@ from topicforest.server.protocol import BY_NAME, ERRORS, REQUESTS
 from topicforest.server.stdio_client import RpcError, StdioClient
 from topicforest.testing.stub_llm import ThreadedStubLLM
 
-from .conftest import SAMPLE, SERVER_ENV
+from .conftest import HANG, SAMPLE, SERVER_ENV
 
 json_scalars = st.one_of(
     st.none(),
@@ -79,7 +79,7 @@ def test_random_params_get_a_result_or_a_documented_error(
 ) -> None:
     method, params = call
     try:
-        result = server.request(method, params, timeout=15)
+        result = server.request(method, params, timeout=HANG)
     except RpcError as error:
         assert error.code in set(ERRORS.values()), (method, params, error)
         assert error.message

@@ -22,7 +22,7 @@ from topicforest.server.protocol import ERRORS, METHODS, PREFIX
 from topicforest.server.stdio_client import RpcError, StdioClient
 from topicforest.testing.stub_llm import ThreadedStubLLM
 
-from .conftest import SERVER_ENV
+from .conftest import HANG, SERVER_ENV
 
 SEED = 11
 DOCUMENTED = {*ERRORS.values(), -32700, -32600, -32601}  # -32603 would be a bug: never expected
@@ -108,7 +108,7 @@ class Wire:
         """A request with random params: a result or a documented error, never silence."""
         self.sent += 1
         try:
-            result = self.client.request(method, params, timeout=10)
+            result = self.client.request(method, params, timeout=HANG)
         except RpcError as error:
             assert error.code in DOCUMENTED, (method, params, error)
             assert "traceback" not in json.dumps(error.data), error.data

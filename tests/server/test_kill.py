@@ -18,7 +18,7 @@ from pathlib import Path
 from topicforest.server.stdio_client import RpcError, StdioClient
 from topicforest.testing.stub_llm import ThreadedStubLLM
 
-from .conftest import SERVER_ENV
+from .conftest import HANG, SERVER_ENV
 
 TRIALS = int(os.environ.get("TOPICFOREST_KILL_TRIALS", "20"))
 SEED = 11
@@ -39,14 +39,14 @@ def chat_until_killed(client: StdioClient, thread: str, acked: list[tuple[str, s
         text = f"{thread} turn {turn}: why does store/db.py lock under two writers?"
         params = {"threadId": thread, "turnId": str(turn), "message": text}
         try:
-            result = client.request("topicForest/chat", params, timeout=20)
+            result = client.request("topicForest/chat", params, timeout=HANG)
         except (RpcError, OSError, ValueError):
             return  # killed: this turn was never acknowledged
         acked.append((text, result["reply"]))
 
 
 def stored(client: StdioClient, thread: str) -> list[str]:
-    result = client.request("topicForest/threadHistory", {"threadId": thread}, timeout=20)
+    result = client.request("topicForest/threadHistory", {"threadId": thread}, timeout=HANG)
     return [m["content"] for m in result["messages"]]
 
 
@@ -67,13 +67,13 @@ def test_kill_9_at_random_moments_loses_no_acknowledged_turn(tmp_path: Path) -> 
             acked = acknowledged.setdefault(thread, [])
             chatting = threading.Thread(target=chat_until_killed, args=(client, thread, acked))
             chatting.start()
-            deadline = time.monotonic() + 20
+            deadline = time.monotonic() + HANG
             while not acked and time.monotonic() < deadline:  # pygls loaded, turns flowing
                 time.sleep(0.005)
             time.sleep(rng.uniform(0.0, 0.4))  # then any moment of a turn or of upkeep
             client.process.kill()  # SIGKILL: no shutdown, no flush
             client.process.wait()
-            chatting.join(30)
+            chatting.join(HANG)
             client.close()
     total = sum(len(turns) for turns in acknowledged.values())
     assert total >= TRIALS  # the trials did acknowledge turns before being killed

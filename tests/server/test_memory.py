@@ -266,7 +266,7 @@ async def test_renders_are_prepared_after_a_reload_before_anyone_is_told(
     try:
         for role, text in SAMPLE[:30]:
             a.append("t", role, text)
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(120):
             while len(b.history("t")) < 30 or ("told", id(b.window)) not in events:
                 await asyncio.sleep(0.05)
     finally:

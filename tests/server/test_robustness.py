@@ -20,7 +20,7 @@ from topicforest.server.stdio_client import RpcError, StdioClient
 from topicforest.store import store_path
 from topicforest.testing.stub_llm import ThreadedStubLLM, split_chunks
 
-from .conftest import SERVER_ENV
+from .conftest import HANG, SERVER_ENV
 
 
 @pytest.fixture
@@ -45,7 +45,7 @@ def frame(payload: Any) -> bytes:
 
 def chat(client: StdioClient, thread: str, turn: str, text: str) -> Any:
     params = {"threadId": thread, "turnId": turn, "message": text}
-    return client.request("topicForest/chat", params, timeout=30)
+    return client.request("topicForest/chat", params, timeout=HANG)
 
 
 def history(client: StdioClient, thread: str) -> list[dict[str, Any]]:
@@ -81,7 +81,7 @@ def test_a_cancel_at_the_end_of_a_stream_keeps_the_reply(
                     "topicForest/chat", {"threadId": "t", "turnId": str(n), "message": f"q{n}"}
                 )
             )
-            result = client.wait(sent[0], timeout=30)  # a result, never -32800
+            result = client.wait(sent[0], timeout=HANG)  # a result, never -32800
             assert result["reply"] == reply
             assert result["replyMessageId"] is not None
         stored = [m["content"] for m in history(client, "t") if m["role"] == "assistant"]
@@ -117,7 +117,7 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StdioClient]:
 def test_a_bad_frame_costs_one_message_not_the_session(plain: StdioClient, name: str) -> None:
     plain.write_raw(BAD_FRAMES[name])
     for _ in range(3):
-        assert plain.request("topicForest/listThreads", {}, timeout=10) == {"threads": []}
+        assert plain.request("topicForest/listThreads", {}, timeout=HANG) == {"threads": []}
     assert plain.alive()
 
 
@@ -128,7 +128,7 @@ def test_framing_faults_are_resynchronised_before_pygls_is_loaded_too(tmp_path: 
         client.write_raw(BAD_FRAMES["length 10 short"] + BAD_FRAMES["bare body"])
         client.initialize([tmp_path], {"storePath": str(tmp_path / ".store")})
         client.write_raw(BAD_FRAMES["length 10 long"] + BAD_FRAMES["garbage, no newline"])
-        assert client.request("topicForest/listTopics", {}, timeout=10)["topics"] == []
+        assert client.request("topicForest/listTopics", {}, timeout=HANG)["topics"] == []
 
 
 # -- 3. the database deleted while running ------------------------------------------------------
@@ -177,13 +177,13 @@ def test_a_lone_surrogate_is_invalid_params_naming_the_field(
 ) -> None:
     params = {"threadId": "\ud800", "turnId": "1", "message": "hi"}
     with pytest.raises(RpcError) as info:
-        plain.request("topicForest/" + method, params, timeout=10)
+        plain.request("topicForest/" + method, params, timeout=HANG)
     assert info.value.code == -32602 and info.value.data == {"field": "threadId"}
     no_paths_or_tracebacks(info.value)
 
 
 # -- 7. JSON-RPC and LSP protocol edges ----------------------------------------------------------
-def raw_reply(client: StdioClient, data: bytes, msg_id: Any, timeout: float = 10) -> Any:
+def raw_reply(client: StdioClient, data: bytes, msg_id: Any, timeout: float = HANG) -> Any:
     """The response to a hand-made frame: matched by `msg_id` (None: an id-null response)."""
     seen = len(client.orphans)
     client.write_raw(data)
@@ -215,7 +215,7 @@ def test_protocol_edges_are_answered(
     reply = raw_reply(plain, b"Content-Length: %d\r\n\r\n" % len(body) + body, msg_id)
     assert reply["error"]["code"] in codes
     assert "data" not in reply["error"] or "traceback" not in json.dumps(reply["error"]["data"])
-    assert plain.request("topicForest/listThreads", {}, timeout=10) == {"threads": []}
+    assert plain.request("topicForest/listThreads", {}, timeout=HANG) == {"threads": []}
 
 
 def test_requests_before_initialize_are_refused_without_a_global_store(tmp_path: Path) -> None:
@@ -236,11 +236,11 @@ def test_requests_after_shutdown_are_invalid_and_exit_codes_follow_lsp(tmp_path:
     reply = raw_reply(client, frame({"jsonrpc": "2.0", "id": "late", "method": "shutdown"}), "late")
     assert reply["error"]["code"] == -32600
     client.notify("exit", None)
-    assert client.process.wait(timeout=10) == 0
+    assert client.process.wait(timeout=HANG) == 0
     client.close()
     unclean = serve(tmp_path)
     unclean.notify("exit", None)
-    assert unclean.process.wait(timeout=10) == 1
+    assert unclean.process.wait(timeout=HANG) == 1
     unclean.close()
 
 
@@ -270,10 +270,8 @@ def test_a_silent_provider_fails_on_the_first_byte_timeout(
 ) -> None:
     stub.fail_kind("chat", "hang")
     with serve(tmp_path, stub, chatFirstByteTimeout=1) as client:
-        started = time.monotonic()
-        with pytest.raises(RpcError) as info:
+        with pytest.raises(RpcError) as info:  # not the whole-call timeout: the message says
             chat(client, "t", "1", "hello")
-        assert time.monotonic() - started < 10
         assert info.value.code == -32004 and "first byte" in info.value.message
 
 

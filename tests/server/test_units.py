@@ -148,7 +148,7 @@ def test_serve_over_tcp_answers_initialize() -> None:
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120
         while True:
             try:
                 conn = socket.create_connection(("127.0.0.1", port), timeout=30)
@@ -174,7 +174,7 @@ def test_serve_over_tcp_answers_initialize() -> None:
             assert reply["id"] == 1 and reply["result"]["serverInfo"]["name"] == "topicforest"
     finally:
         server.terminate()
-        server.wait(timeout=10)
+        server.wait(timeout=120)
 
 
 def test_serve_rejects_a_bad_tcp_address() -> None:

@@ -49,11 +49,11 @@ def test_an_append_does_not_wait_for_another_windows_write_transaction(memory: M
     with maintainer.transaction():
         wm.graduate()  # upkeep work inside the writer's transaction
         appending, out = in_thread(lambda: wc.append("bob-1", "user", "Is alembic needed?"))
-        appending.join(timeout=3)
+        appending.join(timeout=120 if memory.kind == "postgresql" else 3)
         if memory.kind == "postgresql":
             assert not appending.is_alive(), "the append waited for the writer lock"
         wm.flush_thread("thread-0")
-    appending.join(timeout=15)
+    appending.join(timeout=120)
     (question,) = out
     assert not isinstance(question, Exception), question
     assert maintainer.refresh()  # the maintainer sees the question, in its hot zone

@@ -56,6 +56,6 @@ async def test_a_waiting_window_takes_over_when_the_maintainer_leaves(memory: Me
     await asyncio.sleep(0.2)
     second.start(lambda: None, took_over.set)
     await first.close([])
-    await asyncio.wait_for(took_over.wait(), timeout=3)
+    await asyncio.wait_for(took_over.wait(), timeout=120)
     assert second.maintainer
     await second.close([])

@@ -75,7 +75,7 @@ def test_lease_is_exclusive_and_released_by_death(memory: Memory) -> None:
     holder.wait()
     start = time.monotonic()
     while not mine.lease.try_acquire():
-        assert time.monotonic() - start < 5, "the lease was not released by the dead holder"
+        assert time.monotonic() - start < 120, "the lease was not released by the dead holder"
         time.sleep(0.05)
     mine.close()
 
@@ -101,7 +101,7 @@ def test_kill_9_of_the_lease_holder_mid_write_loses_nothing(memory: Memory) -> N
 
     start = time.monotonic()
     while not mine.lease.try_acquire():
-        assert time.monotonic() - start < 5
+        assert time.monotonic() - start < 120  # bounds a hang only
         time.sleep(0.05)
     assert mine.integrity_ok()
     stored = {r[0] for r in mine.conn.execute("SELECT id FROM messages")}

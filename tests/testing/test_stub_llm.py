@@ -118,7 +118,7 @@ async def test_both_endpoint_paths_answer(stub: StubLLM) -> None:
         request = urllib.request.Request(url, body, {"Content-Type": "application/json"})
         # urllib is blocking; run it off the loop so the stub can answer.
         reply = await asyncio.to_thread(
-            lambda r=request: urllib.request.urlopen(r, timeout=5).read()
+            lambda r=request: urllib.request.urlopen(r, timeout=120).read()
         )
         assert b"You asked" in reply
     assert len(stub.requests) == 2
@@ -262,12 +262,12 @@ def test_process_prints_base_url_first_and_serves() -> None:
         request = urllib.request.Request(
             base_url + "/chat/completions", body, {"Content-Type": "application/json"}
         )
-        events = urllib.request.urlopen(request, timeout=10).read().decode().split("\n\n")
+        events = urllib.request.urlopen(request, timeout=120).read().decode().split("\n\n")
         assert events[-2] == "data: [DONE]"
         assert all(e.startswith("data: ") for e in events if e)
     finally:
         process.terminate()
-        assert process.wait(timeout=10) == 0
+        assert process.wait(timeout=120) == 0
 
 
 def test_transcript_round_trips_through_the_parser() -> None:

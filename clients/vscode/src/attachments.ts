@@ -164,16 +164,15 @@ export class PendingAttachments {
   }
 
   /** From the `@` list: a workspace-relative path (its listed file: multi-root folders too),
-   *  `@selection` or `@problems`. */
+   *  `@selection` or `@problems`. Only a file the list offers: the path comes from the webview,
+   *  and a path it names beside the list (`../../etc/passwd`, an excluded `.env`) is refused. */
   async addMention(item: MentionItem): Promise<boolean> {
     if (item.kind === 'selection') return this.addSelection();
     if (item.kind === 'problems') {
       const attachment = problemsAttachment(this.source());
       return attachment ? this.addAttachment(attachment) : false;
     }
-    const listed = this.files ? await this.files.uris : new Map<string, vscode.Uri>();
-    const folder = vscode.workspace.workspaceFolders?.[0];
-    const uri = listed.get(item.path) ?? (folder && vscode.Uri.joinPath(folder.uri, item.path));
+    const uri = (await this.workspaceFiles()).get(item.path);
     return uri ? this.addFile(uri) : false;
   }
 

@@ -17,7 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from topicforest.attachments import KINDS, Attachment, AttachmentRef, user_text
+from topicforest.attachments import (
+    KINDS,
+    MAX_ATTACHMENTS,
+    REFERENCE_ROOM,
+    Attachment,
+    AttachmentRef,
+    user_text,
+)
 from topicforest.engine import Message, TopicView
 from topicforest.engine.render import RenderedContext
 from topicforest.server import wire
@@ -28,7 +35,6 @@ PREFIX = "topicForest/"
 MAX_TEXT = 200_000  # characters in a chat message or query (the engine's message limit)
 MAX_ID = 200  # characters in thread ids, turn ids, URIs are limited separately
 MAX_URI = 4096
-MAX_ATTACHMENTS = 20
 MAX_LANGUAGE = 100  # characters in an attachment's language id
 MAX_TITLE = 200  # characters in a thread title
 MAX_LINE = 100_000_000  # a line number
@@ -227,7 +233,14 @@ METHODS: tuple[Method, ...] = (
             Param(
                 "turnId", "string", True, max_length=MAX_ID, min_length=1, doc="Echoed in deltas"
             ),
-            Param("message", "string", True, max_length=MAX_TEXT, min_length=1, doc="User text"),
+            Param(
+                "message",
+                "string",
+                True,
+                max_length=MAX_TEXT - REFERENCE_ROOM,  # room for its attachments' references
+                min_length=1,
+                doc="User text",
+            ),
             Param("activeFile", "string", max_length=MAX_URI, nullable=True, doc="Editor file"),
             Param(
                 "attachments",

@@ -119,6 +119,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise StoreError(f"{args.file} is not JSON: {exc}") from exc
+    except RecursionError:
+        raise StoreError(f"{args.file} is nested too deeply to be an export") from None
     store = _opened(args)
     count = import_memory(store, data)
     print(f"imported {count} messages into {store.where}")

@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from topicforest.workspace.llm_worker import WORKER, litellm_provider
+from topicforest.workspace.llm_worker import WORKER, WorkerDeadline, litellm_provider
 
 # Providers whose chat endpoint is OpenAI's `POST {base}/chat/completions`, and the environment
 # variable litellm reads their key from.
@@ -32,6 +32,7 @@ DIRECT_PROVIDERS = {
 }
 OPENAI_BASE = "https://api.openai.com/v1"
 ERROR_BODY_CHARS = 2000
+WORKER_GRACE = 5.0  # seconds past litellm's own timeout before the worker's deadline ends a call
 
 if TYPE_CHECKING:
     import aiohttp
@@ -241,9 +242,26 @@ class ChatModel:
         self, messages: list[dict[str, str]], on_sent: Callable[[], None]
     ) -> AsyncIterator[tuple[str | None, Usage | None]]:
         on_sent()  # what litellm then does before its bytes leave is not visible from here
-        pieces = WORKER.stream("chat", self.model, self.api_base, self.timeout, messages)
-        async for delta, tokens in pieces:
-            yield delta, Usage(*tokens) if tokens else None
+        # The worker's own deadlines too: a hung or dead worker must not hold the turn.
+        first = self.first_byte_timeout or self.timeout + WORKER_GRACE
+        pieces = WORKER.stream(
+            "chat", self.model, self.api_base, self.timeout, messages,
+            first=first, total=self.timeout + WORKER_GRACE,
+        )  # fmt: skip
+        started = False
+        try:
+            async for delta, tokens in pieces:
+                started = True
+                yield delta, Usage(*tokens) if tokens else None
+        except WorkerDeadline as exc:
+            if started or not self.first_byte_timeout:
+                raise ChatModelError(
+                    f"no complete answer within the whole-call timeout of {self.timeout:g} s"
+                ) from exc
+            raise ChatModelError(
+                f"no first byte of a response within {self.first_byte_timeout:g} s "
+                "(the first-byte timeout, topicForest.chatFirstByteTimeout)"
+            ) from exc
 
 
 async def _headers_sent(session: Any, context: Any, params: Any) -> None:

@@ -32,6 +32,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 # Everything the child's requests use is imported here, before it serves: requests run in
@@ -54,19 +55,46 @@ def neutral_directory() -> str:
 
 
 class WorkerError(Exception):
-    """The child raised (the text is its exception's) or is gone."""
+    """The child raised (the text is its exception's), is gone, or did not answer in time."""
+
+
+class WorkerDeadline(WorkerError):
+    """The child did not answer a request within its deadline."""
+
+
+# A request unanswered this long makes us ask whether the child still serves at all: it must
+# answer a ping (from its event loop, which never imports or computes) within PING_SECONDS,
+# generous for a niced process on a loaded machine, or it is killed and the next request
+# starts another. A child that is alive but slow keeps its requests until their own deadlines.
+LIVENESS_SECONDS = 5.0
+PING_SECONDS = 30.0
+CALL_SECONDS = 120.0  # a request's deadline, unless it names its own (litellm's import included)
+
+
+@dataclass
+class _Waiting:
+    loop: asyncio.AbstractEventLoop
+    queue: asyncio.Queue[tuple[str, Any]]
+    process: subprocess.Popen[bytes] | None = None  # the child the request went to
 
 
 # -- the server's side -------------------------------------------------------------------------
 class LLMWorker:
     """The child process, started on first use. Its pipes are read by a thread of ours, not by
-    an event loop, so one child serves every loop of this process (each test has its own)."""
+    an event loop, so one child serves every loop of this process (each test has its own).
 
-    def __init__(self) -> None:
+    Every request has a deadline, and a silent child is checked for life (see LIVENESS_SECONDS):
+    a request is always answered, with its result or a WorkerError. The child is known to be gone
+    when its output ends (not when the system reports its exit, which can come later): what was
+    sent to it is answered with an error then, and the next request starts another."""
+
+    def __init__(self, liveness: float = LIVENESS_SECONDS, ping: float = PING_SECONDS) -> None:
+        self.liveness = liveness
+        self.ping = ping
         self._process: subprocess.Popen[bytes] | None = None
-        self._lock = threading.Lock()  # starting the child, writing a frame
+        self._lock = threading.Lock()  # starting the child, writing a frame, its end
         self._ids = itertools.count(1)
-        self._waiting: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Queue[Any]]] = {}
+        self._waiting: dict[int, _Waiting] = {}
 
     @property
     def pid(self) -> int | None:
@@ -74,10 +102,21 @@ class LLMWorker:
         process = self._process
         return process.pid if process is not None and process.poll() is None else None
 
-    def _write(self, frame: tuple[Any, ...]) -> None:
+    def _write(
+        self,
+        frame: tuple[Any, ...],
+        waiting: _Waiting | None = None,
+        to: subprocess.Popen[bytes] | None = None,
+    ) -> None:
+        """Send a frame to the child `to`, or to the current one (started if there is none);
+        `waiting` is registered with it under the same lock as the child's end, so either that
+        end answers it or it goes to a new child. Blocks while the pipe is full: called in a
+        thread, never on an event loop."""
         body = pickle.dumps(frame)
         with self._lock:
             process = self._process
+            if to is not None and to is not process:
+                raise ValueError("that litellm worker process has ended")
             if process is None or process.poll() is not None:
                 process = self._process = subprocess.Popen(
                     [sys.executable, "-I", "-m", __name__],
@@ -88,7 +127,12 @@ class LLMWorker:
                 threading.Thread(
                     target=self._read, args=(process,), name="llm-worker", daemon=True
                 ).start()
+            if waiting is not None:
+                waiting.process = process
+                self._waiting[frame[0]] = waiting
             assert process.stdin is not None
+            # A full pipe to a stopped child blocks here, holding the lock, until `_check`
+            # kills that child (without the lock): then the write fails and the lock is free.
             process.stdin.write(HEADER.pack(len(body)) + body)
             process.stdin.flush()
 
@@ -99,47 +143,101 @@ class LLMWorker:
             while len(head := out.read(HEADER.size)) == HEADER.size:
                 msg_id, kind, value = pickle.loads(out.read(HEADER.unpack(head)[0]))
                 self._deliver(msg_id, (kind, value))
+        except Exception:  # a garbled frame: this child is of no more use
+            log.exception("the litellm worker process sent an unreadable frame")
         finally:
-            for msg_id in list(self._waiting):
+            with self._lock:
+                if self._process is process:
+                    self._process = None  # the next request starts another child
+                ended = [i for i, w in self._waiting.items() if w.process is process]
+            for msg_id in ended:
                 self._deliver(msg_id, ("error", "the litellm worker process ended"))
+            with contextlib.suppress(OSError):
+                process.kill()
+            process.wait()  # reaped: no zombie
 
     def _deliver(self, msg_id: int, item: tuple[str, Any]) -> None:
         waiting = self._waiting.get(msg_id)
         if waiting is not None:
-            loop, queue = waiting
             with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits
-                loop.call_soon_threadsafe(queue.put_nowait, item)
+                waiting.loop.call_soon_threadsafe(waiting.queue.put_nowait, item)
 
-    def _send(self, op: str, args: tuple[Any, ...]) -> tuple[int, asyncio.Queue[Any]]:
+    async def _send(self, op: str, args: tuple[Any, ...]) -> tuple[int, _Waiting]:
         msg_id = next(self._ids)
-        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-        self._waiting[msg_id] = (asyncio.get_running_loop(), queue)
+        waiting = _Waiting(asyncio.get_running_loop(), asyncio.Queue())
+        # the environment with each request: keys and proxies as the server sees them now
+        frame = (msg_id, op, args, dict(os.environ))
         try:
-            # the environment with each request: keys and proxies as the server sees them now
-            self._write((msg_id, op, args, dict(os.environ)))
+            await asyncio.to_thread(self._write, frame, waiting)
         except (OSError, ValueError) as exc:
             self._waiting.pop(msg_id, None)
             raise WorkerError(f"the litellm worker process is gone: {exc}") from exc
-        return msg_id, queue
+        return msg_id, waiting
 
-    async def call(self, op: str, *args: Any) -> Any:
-        """The result of `op(*args)` in the child; WorkerError if it raised."""
-        msg_id, queue = self._send(op, args)
+    async def _next(self, op: str, waiting: _Waiting, seconds: float) -> tuple[str, Any]:
+        """The next answer to a request within `seconds`; a child silent for `liveness` seconds
+        meanwhile must answer a ping, or is killed (and the request answered by its end)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        while (left := deadline - loop.time()) > 0:
+            try:
+                async with asyncio.timeout(min(left, self.liveness)):
+                    return await waiting.queue.get()
+            except TimeoutError:
+                if waiting.queue.empty() and waiting.process is not None:
+                    await self._check(waiting.process)
+        raise WorkerDeadline(f"the litellm worker did not answer {op!r} within {seconds:g} s")
+
+    async def _check(self, process: subprocess.Popen[bytes]) -> None:
+        """Kill `process` unless it answers a ping within `self.ping` seconds."""
+        if process is not self._process:
+            return  # already ended: its requests are being answered
+        msg_id = next(self._ids)
+        waiting = _Waiting(asyncio.get_running_loop(), asyncio.Queue())
         try:
-            kind, value = await queue.get()
+            async with asyncio.timeout(self.ping):
+                await asyncio.to_thread(self._write, (msg_id, "ping", (), None), waiting, process)
+                await waiting.queue.get()
+                if waiting.process is process:
+                    return
+        except (TimeoutError, OSError, ValueError):
+            pass
+        finally:
+            self._waiting.pop(msg_id, None)
+        if waiting.process is process:
+            log.warning("the litellm worker process %s does not answer: ended", process.pid)
+            with contextlib.suppress(OSError):
+                process.kill()  # its output ends: the reader answers what was sent to it
+
+    async def call(self, op: str, *args: Any, seconds: float = CALL_SECONDS) -> Any:
+        """The result of `op(*args)` in the child; WorkerError if it raised, is gone, or has
+        not answered within `seconds`."""
+        msg_id, waiting = await self._send(op, args)
+        try:
+            kind, value = await self._next(op, waiting, seconds)
+        except BaseException:
+            self._cancel(msg_id, waiting)
+            raise
         finally:
             self._waiting.pop(msg_id, None)
         if kind == "error":
             raise WorkerError(value)
         return value
 
-    async def stream(self, op: str, *args: Any) -> AsyncIterator[Any]:
-        """The items `op(*args)` yields in the child, as they come."""
-        msg_id, queue = self._send(op, args)
+    async def stream(
+        self, op: str, *args: Any, first: float = CALL_SECONDS, total: float = CALL_SECONDS
+    ) -> AsyncIterator[Any]:
+        """The items `op(*args)` yields in the child, as they come: the first within `first`
+        seconds, the end within `total`."""
+        msg_id, waiting = await self._send(op, args)
         ended = False
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + total
+        seconds = min(first, total)
         try:
             while True:
-                kind, value = await queue.get()
+                kind, value = await self._next(op, waiting, seconds)
+                seconds = deadline - loop.time()
                 if kind == "error":
                     ended = True
                     raise WorkerError(value)
@@ -149,9 +247,21 @@ class LLMWorker:
                 yield value
         finally:
             self._waiting.pop(msg_id, None)
-            if not ended:  # the reader stopped early: stop the child's stream too
-                with contextlib.suppress(OSError, ValueError):
-                    self._write((next(self._ids), "cancel", (msg_id,), None))
+            if not ended:  # the reader stopped early, or a deadline passed: stop the child's too
+                self._cancel(msg_id, waiting)
+
+    def _cancel(self, msg_id: int, waiting: _Waiting) -> None:
+        """Tell the child a request went to that it may stop (from a thread: the pipe may be
+        full); nothing if that child has ended."""
+        if waiting.process is None:
+            return
+        frame = (next(self._ids), "cancel", (msg_id,), None)
+
+        def write() -> None:
+            with contextlib.suppress(OSError, ValueError):
+                self._write(frame, None, waiting.process)
+
+        threading.Thread(target=write, name="llm-worker-cancel", daemon=True).start()
 
     async def close(self) -> None:
         """End the child (it exits once its stdin closes)."""
@@ -192,14 +302,20 @@ def litellm_provider(
 
 
 async def _summarize(model: str, api_base: str | None, timeout: float, request: Any) -> Any:
+    await asyncio.to_thread(load_litellm)  # seconds, off this loop: it answers pings meanwhile
     return await LiteLLMSummarizer(model, api_base=api_base, timeout=timeout).summarize(request)
 
 
 async def litellm_stream(
     model: str, api_base: str | None, timeout: float, messages: list[dict[str, str]]
 ) -> AsyncIterator[tuple[str | None, tuple[int, int] | None]]:
-    """A chat reply through `litellm.acompletion`: (text delta, (prompt, completion) tokens)."""
-    litellm = load_litellm()
+    """A chat reply through `litellm.acompletion`: (text delta, (prompt, completion) tokens).
+
+    Complete only if the provider said its reply finished: a stream that ends without (cut by
+    the provider or a proxy, or garbage litellm skipped) raises, as on the direct path
+    (`chat_model`). litellm's own last chunk always carries a finish reason, so what the
+    provider sent is read from its stream wrapper (`received_finish_reason`)."""
+    litellm = await asyncio.to_thread(load_litellm)  # off this loop: it answers pings meanwhile
     stream = await litellm.acompletion(
         model=model,
         messages=messages,
@@ -219,9 +335,15 @@ async def litellm_stream(
                 else None
             )
             yield delta, tokens
+        if getattr(stream, "received_finish_reason", None) is None:
+            raise IncompleteStream("the stream ended before the reply was complete")
     finally:
         with contextlib.suppress(Exception):  # never hide why the stream ended
             await asyncio.shield(stream.aclose())
+
+
+class IncompleteStream(Exception):
+    """The provider's stream ended without finishing its reply."""
 
 
 CALLS: dict[str, Callable[..., Any]] = {
@@ -275,6 +397,9 @@ class Child:
                 if env is not None and env != os.environ:
                     os.environ.clear()
                     os.environ.update(env)
+                if op == "ping":  # answered by this loop: it is alive and not blocked
+                    self.send(msg_id, "result", None)
+                    continue
                 if op == "cancel":
                     task = self.tasks.get(args[0])
                     if task is not None:

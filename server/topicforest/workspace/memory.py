@@ -17,7 +17,7 @@ from topicforest.engine import ContextWindow, Message, TopicView
 from topicforest.engine.render import RenderedContext
 from topicforest.engine.summarize.base import Summarizer
 from topicforest.store.binding import StoreBinding, workspace_folder
-from topicforest.store.errors import StoreError, StoreUnreachable
+from topicforest.store.errors import ForeignThread, StoreError, StoreUnreachable
 from topicforest.workspace.chat_model import ChatModel
 from topicforest.workspace.errors import UnknownThread
 from topicforest.workspace.events import Events, MemoryListener
@@ -231,13 +231,29 @@ class WorkspaceMemory:
         upto: int | None = None,
     ) -> RenderedContext:
         return self.window.render(
-            query=query, active_file=active_file or self.active_file, thread_id=thread_id, upto=upto
+            query=query,
+            active_file=active_file or self.active_file,
+            thread_id=self._readable(thread_id),
+            upto=upto,
         )
+
+    def _readable(self, thread_id: str | None) -> str | None:
+        """`thread_id` if this person may read it, else None: in a team memory another person's
+        thread renders as no thread (its hot messages are theirs), as threadHistory shows it
+        empty."""
+        if thread_id is None:
+            return None
+        try:
+            self.session.check_owner(thread_id)
+        except ForeignThread:
+            return None
+        return thread_id
 
     def next_render(self, thread_id: str | None = None) -> RenderedContext:
         """The history the next request of `thread_id` would carry before its question is known
         (renderContext {threadId} with no query; listTopics' `used`, `rendered`,
         `omittedTopics`), cached until anything changes."""
+        thread_id = self._readable(thread_id)
         key = (self.events.version, id(self.window), self.active_file, thread_id)
         if self._next is None or self._next[0] != key:
             try:

@@ -13,7 +13,7 @@ import logging
 from topicforest.engine.summarize.base import Summarizer, SummaryRequest, SummaryResult
 from topicforest.engine.summarize.cascade import CascadeSummarizer
 from topicforest.engine.summarize.extractive import ExtractiveSummarizer
-from topicforest.workspace.chat_model import ChatModel
+from topicforest.workspace.chat_model import WORKER_GRACE, ChatModel
 from topicforest.workspace.llm_worker import WORKER, WorkerError
 from topicforest.workspace.settings import Settings
 
@@ -21,6 +21,7 @@ log = logging.getLogger(__name__)
 
 CHAT_TIMEOUT = 120.0  # seconds for the whole model call
 MAX_MODELS = 8  # per-turn model overrides kept open at once
+EXTRACT_SECONDS = 10.0  # the worker's offline summary, before this process makes it instead
 
 
 class Models:
@@ -81,7 +82,10 @@ class WorkerSummarizer:
         self.timeout = timeout
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
-        result = await WORKER.call("summarize", self.model, self.api_base, self.timeout, request)
+        result = await WORKER.call(
+            "summarize", self.model, self.api_base, self.timeout, request,
+            seconds=self.timeout + WORKER_GRACE,
+        )  # fmt: skip
         assert isinstance(result, SummaryResult)
         return result
 
@@ -89,7 +93,9 @@ class WorkerSummarizer:
 class OffLoopExtractive:
     """The offline summarizer, run in the worker process: its CPU work never holds up the event
     loop, nor (as it did in a worker thread) the interpreter lock a chat turn needs. Should the
-    worker fail, it runs in a thread here: the floor of the cascade never fails."""
+    worker fail, or not answer within EXTRACT_SECONDS (hung, or busy importing litellm on a
+    loaded machine), it runs in a thread here: the floor of the cascade never fails, and
+    upkeep never waits on a worker for it."""
 
     name = ExtractiveSummarizer.name
 
@@ -98,7 +104,7 @@ class OffLoopExtractive:
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         try:
-            result = await WORKER.call("extract", request)
+            result = await WORKER.call("extract", request, seconds=EXTRACT_SECONDS)
         except WorkerError as exc:
             log.warning("offline summary in this process: %s", exc)
             return await asyncio.to_thread(self.inner.summarize_now, request)

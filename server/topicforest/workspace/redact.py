@@ -6,6 +6,7 @@ import os
 import re
 
 SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
+URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s/@:]*:)[^\s/@]+@", re.IGNORECASE)
 
 
 def secret_values() -> list[str]:
@@ -16,6 +17,7 @@ def secret_values() -> list[str]:
 def redact(text: str) -> str:
     for value in secret_values():
         text = text.replace(value, "***")
+    text = URL_PASSWORD.sub(r"\1***@", text)
     return re.sub(r"\bsk-[A-Za-z0-9_-]{12,}", "sk-***", text)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -36,8 +37,18 @@ def _models(_: object, attribute: attrs.Attribute[Any], value: tuple[str, ...]) 
 
 
 def _api_base(_: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
-    if value is not None and not re.match(r"^https?://[^\s/]+", value):
+    if value is None:
+        return
+    if not re.match(r"^https?://[^\s/]+", value):
         raise ValueError("must be an http:// or https:// URL")
+    # As storeUrl: a credential in it would be echoed by errors and logs that name the URL.
+    parts = urllib.parse.urlsplit(value)
+    secret_query = any(SECRET_KEY.search(k) for k in urllib.parse.parse_qs(parts.query))
+    if parts.password is not None or secret_query:
+        raise ValueError(
+            "must not contain a password or key: put the provider's key in its environment "
+            "variable (for example OPENAI_API_KEY), never in settings"
+        )
 
 
 def _budget(_: object, attribute: attrs.Attribute[Any], value: int | str) -> None:

@@ -26,7 +26,7 @@ from topicforest.attachments import (
 )
 from topicforest.engine import Message
 from topicforest.engine.render import RenderedContext
-from topicforest.workspace.chat_model import Usage
+from topicforest.workspace.chat_model import ChatModelError, Usage
 from topicforest.workspace.errors import ChatNotConfigured, NotRetryable, ProviderError
 from topicforest.workspace.gate import SendGate
 from topicforest.workspace.models import Models
@@ -171,7 +171,14 @@ class ChatTurns:
             user = self._retry_target(session, thread_id, retry_of)
             carried = session.attachments.sent(user.id)
         else:
-            carried = fit(attachments or [], settings.attachment_budget, session.window.count)
+            # off the loop: fitting 20 attachments of 200,000 characters is real work
+            carried = (
+                await asyncio.to_thread(
+                    fit, attachments, settings.attachment_budget, session.window.count
+                )
+                if attachments
+                else []
+            )
             with session.unsynced(), session.appending():  # fsync overlaps the model call
                 user = self.append(
                     thread_id, "user", with_references(text, [a.ref for a in carried]), wake=False
@@ -191,6 +198,7 @@ class ChatTurns:
         usage: Usage | None = None
         cancelled = False
         synced: asyncio.Future[None] | None = None
+        room = session.window.config.max_message_chars  # what a reply can be stored with
         try:
             async for delta, piece_usage in chat_model.stream(messages, sending.out):
                 usage = piece_usage or usage
@@ -198,12 +206,18 @@ class ChatTurns:
                     synced = asyncio.ensure_future(session.sync())
                     self.kick()
                 if delta:
+                    room -= len(delta)
+                    if room < 0:  # an endless stream is not held without bound
+                        raise ChatModelError(
+                            "the reply went past the longest a message can be "
+                            f"({session.window.config.max_message_chars} characters)"
+                        )
                     on_delta(len(parts), delta)
                     parts.append(delta)
         except asyncio.CancelledError:
             cancelled = True
         except Exception as exc:
-            self._store_reply(session, thread_id, parts, cancelled=True)  # keep what did arrive
+            self._store_reply(session, user, parts, cancelled=True)  # keep what did arrive
             raise ProviderError(f"The chat model {model} failed: {short_error(exc)}") from exc
         finally:
             sending.end()  # failed or cancelled before its request left: upkeep may go on
@@ -212,7 +226,7 @@ class ChatTurns:
             # stream just ended) must not skip storing the reply the user has already seen.
             if await _through_cancel(synced or asyncio.ensure_future(session.sync())):
                 cancelled = True
-        reply = self._store_reply(session, thread_id, parts, cancelled=cancelled)
+        reply = self._store_reply(session, user, parts, cancelled=cancelled)
         if sending.sent:
             log.debug(
                 "turn %s: %.3f ms from receipt to the first byte sent at %.6f"
@@ -250,13 +264,19 @@ class ChatTurns:
         return session.window.log.get(message_id)
 
     def _store_reply(
-        self, session: StoreSession, thread_id: str, parts: list[str], *, cancelled: bool
+        self, session: StoreSession, user: Message, parts: list[str], *, cancelled: bool
     ) -> Message | None:
+        """Store the reply to `user`, unless its thread was deleted meanwhile (by this window or
+        another): a reply stored then would bring the thread back, an orphan, into topics."""
         text = "".join(parts)
         if not text.strip():
             return None
         limit = session.window.config.max_message_chars
-        return self.append(thread_id, "assistant", text[:limit], cancelled=cancelled)
+        with session.transaction():  # checked and stored in one write transaction
+            if user.id not in session.thread_message_ids(user.thread_id):
+                log.info("thread %r was deleted while it was answered", user.thread_id)
+                return None
+            return self.append(user.thread_id, "assistant", text[:limit], cancelled=cancelled)
 
 
 def request_messages(

@@ -117,7 +117,21 @@ describe('attachments', () => {
     mock.workspace.asRelativePath.mockImplementation((u: mock.Uri) => u.path.replace(/^\/ws\//, ''));
   });
 
+  it('only a file the @ list offers is attached: a path the webview names beside it is refused', async () => {
+    mock.files.push('src/app.py');
+    mock.disk.set('/etc/passwd', 'root:x:0:0');
+    mock.disk.set('/ws/.env', 'SECRET=1');
+    const { list } = pending();
+    for (const path of ['../../etc/passwd', '/etc/passwd', 'src/../../../etc/passwd', '.env']) {
+      expect(await list.addMention({ kind: 'file', path })).toBe(false);
+    }
+    expect(await list.addMention({ kind: 'file', path: 'src/app.py' })).toBe(true);
+    expect(list.chips.map((c) => c.path)).toEqual(['src/app.py']);
+    expect(mock.workspace.fs.readFile.mock.calls.map(([u]) => u.path)).not.toContain('/etc/passwd');
+  });
+
   it('a file is read when the message goes out: the open (unsaved) buffer first, else the disk', async () => {
+    mock.files.push('src/app.py', 'lib/util.py', 'gone.py');
     mock.disk.set('/ws/src/app.py', 'saved text');
     mock.disk.set('/ws/lib/util.py', 'on disk');
     mock.workspace.textDocuments = [new mock.FakeDocument(uri('src/app.py'), 'unsaved edit', 'python')];
@@ -159,6 +173,7 @@ describe('attachments', () => {
 
   it('removes a chip by id and holds at most 20 attachments', async () => {
     const { list } = pending();
+    for (let i = 0; i < MAX_ATTACHMENTS + 2; i += 1) mock.files.push(`f${i}.py`);
     for (let i = 0; i < MAX_ATTACHMENTS + 2; i += 1) await list.addMention({ kind: 'file', path: `f${i}.py` });
     expect(list.size).toBe(MAX_ATTACHMENTS);
     const first = list.chips[0]!;
