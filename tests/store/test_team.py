@@ -17,6 +17,7 @@ import subprocess
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -83,8 +84,13 @@ async def test_a_conversation_in_a_becomes_topics_in_b_and_a_drop_in_b_reaches_a
     await until(lambda: team.maintainer_pid() == pid(a))
     b = await team.open("b", user="bob", remote=REMOTES[1])  # another clone, another person
     await chat_turns(a, "ann-1", 20)
-    topics = await settled_topics(team.stub, a, b)  # b sees a's conversation as topics
-    assert topics and all(t["summary"] for t in topics)
+
+    async def summarized() -> list[dict[str, Any]] | None:
+        # b sees a's conversation as topics, summarized once the user pauses (settle)
+        topics = await settled_topics(team.stub, a, b)
+        return topics if all(t["summary"] for t in topics) else None
+
+    topics = await until(summarized, timeout=120)
 
     # Threads are per person: bob does not list ann's thread nor read its history.
     assert [t["threadId"] for t in (await a.call("listThreads"))["threads"]] == ["ann-1"]
