@@ -1,0 +1,80 @@
+"""The chat buffer: a reply streamed in through the real server and the stub model."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from pathlib import Path
+
+from topicforest.testing.stub_llm import ThreadedStubLLM
+
+from .conftest import ERROR, Nvim, model_settings, setup_plugin
+
+# Records the chat buffer's last line after each chatDelta (the plugin's own listener, which
+# writes the delta, comes first).
+WATCH = """
+local buf = ...
+_G.states = {}
+table.insert(require('topicforest.server').listeners.chatDelta, function()
+  local n = vim.api.nvim_buf_line_count(buf)
+  table.insert(_G.states, vim.api.nvim_buf_get_lines(buf, n - 1, n, false)[1])
+end)
+"""
+
+
+def send(nv: Nvim, text: str) -> int:
+    """Types `text` under the chat's last "## You" and presses <CR> in normal mode."""
+    buf = int(nv.lua("return vim.api.nvim_get_current_buf()"))
+    nv.until("local l = vim.api.nvim_buf_get_lines(0, -3, -1, false) return l[1] == '## You'")
+    nv.lua("vim.api.nvim_buf_set_lines(0, -1, -1, false, vim.split(..., '\\n'))", text)
+    nv.lua("vim.cmd('stopinsert'); vim.api.nvim_feedkeys(vim.keycode('<CR>'), 'x', false)")
+    return buf
+
+
+def turn_done(nv: Nvim, buf: int, turns: int) -> None:
+    """Waits until the chat shows `turns` replies and a fresh prompt after the last."""
+    nv.until(
+        "local l = vim.api.nvim_buf_get_lines(..., 0, -1, false)"
+        " local n = 0 for _, x in ipairs(l) do if x == '## Topic Forest' then n = n + 1 end end"
+        " return n == select(2, ...) and l[#l - 1] == '## You' and vim.bo[...].modifiable",
+        buf,
+        turns,
+    )
+
+
+def test_a_reply_streams_into_the_chat_buffer(
+    nvim: Nvim, workspace: Path, stub: ThreadedStubLLM
+) -> None:
+    stub.script(
+        "Set busy_timeout=5000 in app/db.py next to journal_mode=WAL; it waits for the lock."
+    )
+    setup_plugin(nvim, workspace, model_settings(stub))
+    nvim.command(f"edit {workspace / 'app' / 'db.py'}")
+    nvim.command("TopicForestChat")
+    assert nvim.lua("return vim.bo.filetype") == "markdown"
+    buf = int(nvim.lua("return vim.api.nvim_get_current_buf()"))
+    nvim.lua(WATCH, buf)
+    send(nvim, "The SQLite database locks when two writers commit: what should app/db.py set?")
+    turn_done(nvim, buf, 1)
+
+    lines = nvim.lines(buf)
+    reply = lines[lines.index("## Topic Forest") + 1]
+    assert (
+        reply
+        == "Set busy_timeout=5000 in app/db.py next to journal_mode=WAL; it waits for the lock."
+    )
+    # streamed: after each delta the buffer held a longer part of the reply, the whole at last
+    states = nvim.lua("return _G.states")
+    assert len(states) >= 2 and states[-1] == reply, states
+    assert all(reply.startswith(s) and len(s) < len(t) for s, t in pairwise(states)), states
+    # the model got the question with the active file, and the store has the turn
+    asked = stub.requests[-1]
+    assert "two writers commit" in str(asked)
+    history = nvim.lua("return require('topicforest').history()")
+    assert [m["role"] for m in history["messages"]] == ["user", "assistant"]
+    assert history["messages"][1]["content"] == reply
+    assert nvim.notes(ERROR) == []
+
+    # the chat reopened later shows the thread from the store
+    nvim.command("bwipeout!")
+    nvim.command("TopicForestChat")
+    assert reply in nvim.lines()
