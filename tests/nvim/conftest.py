@@ -40,6 +40,15 @@ class Nvim:
     def lua(self, code: str, *args: Any) -> Any:
         return self.session.exec_lua(code, *args)
 
+    def api(self, name: str, *args: Any) -> tuple[Any, Any]:
+        """require('topicforest')[name](...) called synchronously: (result, err)."""
+        out = self.lua(
+            "local r, e = require('topicforest')[...](select(2, ...)) return { result = r, err = e }",
+            name,
+            *args,
+        )
+        return out.get("result"), out.get("err")
+
     def command(self, command: str) -> None:
         self.session.command(command)
 
@@ -51,7 +60,10 @@ class Nvim:
             if value:
                 return value
             if time.monotonic() > deadline:
-                raise AssertionError(f"still false after {timeout} s: {code}")
+                raise AssertionError(
+                    f"still false after {timeout} s: {code}\nnotes: {self.notes()}\n"
+                    f"messages: {self.messages()}"
+                )
             time.sleep(0.05)
 
     def lines(self, buf: int = 0) -> list[str]:

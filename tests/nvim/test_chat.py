@@ -25,7 +25,7 @@ def send(nv: Nvim, text: str) -> int:
     """Types `text` under the chat's last "## You" and presses <CR> in normal mode."""
     buf = int(nv.lua("return vim.api.nvim_get_current_buf()"))
     nv.until("local l = vim.api.nvim_buf_get_lines(0, -3, -1, false) return l[1] == '## You'")
-    nv.lua("vim.api.nvim_buf_set_lines(0, -1, -1, false, vim.split(..., '\\n'))", text)
+    nv.lua("vim.api.nvim_buf_set_lines(0, -2, -1, false, vim.split(..., '\\n'))", text)
     nv.lua("vim.cmd('stopinsert'); vim.api.nvim_feedkeys(vim.keycode('<CR>'), 'x', false)")
     return buf
 

@@ -52,8 +52,9 @@ function M.render(result)
     local placement = placed[topic.id]
     local title = ui.excerpt(topic.title ~= '' and topic.title or ('Topic ' .. topic.id), TITLE_CHARS)
     local states = ui.states(topic)
-    local line = ('%s %-' .. TITLE_CHARS .. 's  %-12s%s'):format(
+    local line = ('%s %-6s%-' .. TITLE_CHARS .. 's  %-12s%s'):format(
       mark(topic, placement),
+      '#' .. topic.id,
       title,
       ui.figure(placement),
       #states > 0 and (' [' .. table.concat(states, ', ') .. ']') or ''
