@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,15 @@ INIT = Path(__file__).with_name("init.lua")
 SERVER = [sys.executable, "-m", "topicforest", "serve"]
 # bounds that only stop a hang: nothing here is timed
 DEADLINE = 60.0
+
+
+def wait_for(check: Callable[[], Any], timeout: float = DEADLINE) -> Any:
+    """Polls a Python check until it is truthy; returns its value."""
+    deadline = time.monotonic() + timeout
+    while not (value := check()):
+        assert time.monotonic() < deadline, f"still false after {timeout} s"
+        time.sleep(0.05)
+    return value
 
 
 def nvim_binary() -> Path:
@@ -43,7 +52,8 @@ class Nvim:
     def api(self, name: str, *args: Any) -> tuple[Any, Any]:
         """require('topicforest')[name](...) called synchronously: (result, err)."""
         out = self.lua(
-            "local r, e = require('topicforest')[...](select(2, ...)) return { result = r, err = e }",
+            "local r, e = require('topicforest')[...](select(2, ...))"
+            " return { result = r, err = e }",
             name,
             *args,
         )

@@ -87,7 +87,8 @@ def test_threads_new_rename_and_delete(nvim: Nvim, workspace: Path, stub: Thread
     nvim.lua(PICK, ["Lexer talk", "Delete", "Delete"])
     nvim.command("TopicForestThreads")
     nvim.until(
-        "local r = require('topicforest').threads() return #r.threads == 1 and r.threads[1].threadId == ...",
+        "local r = require('topicforest').threads()"
+        " return #r.threads == 1 and r.threads[1].threadId == ...",
         second,
     )
     nvim.until("return require('topicforest').thread() ~= ...", first)

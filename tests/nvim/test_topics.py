@@ -9,7 +9,7 @@ from typing import Any
 from topicforest.testing.stub_llm import ThreadedStubLLM
 
 from ..server.conftest import CONVERSATION
-from .conftest import ERROR, Nvim, model_settings, setup_plugin
+from .conftest import ERROR, Nvim, model_settings, setup_plugin, wait_for
 
 
 def converse(nv: Nvim, stub: ThreadedStubLLM) -> None:
@@ -28,6 +28,10 @@ def row(nv: Nvim, topic_id: int) -> int:
         if f" #{topic_id} " in line:
             return number
     raise AssertionError(f"no row for topic {topic_id}: {nv.lines()}")
+
+
+def row_dropped(nv: Nvim, topic_id: int) -> bool:
+    return "dropped" in nv.lines()[row(nv, topic_id) - 1]
 
 
 def press(nv: Nvim, line: int, keys: str) -> None:
@@ -69,12 +73,7 @@ def test_topics_listed_dropped_and_restored_from_the_list(
 
     # d on its row: it leaves what the model sees, and the row says so
     press(nvim, row(nvim, topic_id), "d")
-    nvim.until(
-        "for _, l in ipairs(vim.api.nvim_buf_get_lines(0, 0, -1, false)) do"
-        " if l:find(' #' .. ... .. ' ', 1, true) and l:find('dropped', 1, true) then return true end"
-        " end",
-        topic_id,
-    )
+    wait_for(lambda: row_dropped(nvim, topic_id))
     dropped = nvim.lua(render())
     assert topic_id not in sent_ids(dropped)
     assert dropped["tokens"] != before["tokens"]
@@ -86,12 +85,7 @@ def test_topics_listed_dropped_and_restored_from_the_list(
         " for _, t in ipairs(r.topics) do if t.id == ... then return true end end",
         topic_id,
     )
-    nvim.until(
-        "for _, l in ipairs(vim.api.nvim_buf_get_lines(0, 0, -1, false)) do"
-        " if l:find(' #' .. ... .. ' ', 1, true) and not l:find('dropped', 1, true) then"
-        " return true end end",
-        topic_id,
-    )
+    wait_for(lambda: not row_dropped(nvim, topic_id))
 
     # <CR> previews it in a float: its summary and its messages
     list_buf = nvim.lua("return vim.api.nvim_get_current_buf()")

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +10,8 @@ from topicforest.server.protocol import PREFIX
 from topicforest.server.stdio_client import StdioClient
 from topicforest.testing.stub_llm import STUB_API_KEY, ThreadedStubLLM
 
-from .conftest import DEADLINE, ERROR, Nvim, model_settings, setup_plugin
-from .test_topics import converse, press, row
+from .conftest import ERROR, Nvim, model_settings, setup_plugin, wait_for
+from .test_topics import converse, press, row, row_dropped
 
 RECORD = """
 _G.changes = {}
@@ -20,14 +19,6 @@ table.insert(require('topicforest.server').listeners.topicsChanged, function(par
   table.insert(_G.changes, params.reason)
 end)
 """
-
-
-def until(check: Any) -> Any:
-    deadline = time.monotonic() + DEADLINE
-    while not (value := check()):
-        assert time.monotonic() < deadline, "still false"
-        time.sleep(0.05)
-    return value
 
 
 def test_a_drop_in_either_editor_reaches_the_other(
@@ -49,17 +40,12 @@ def test_a_drop_in_either_editor_reaches_the_other(
             listed = other.request(PREFIX + "listTopics", {})["topics"]
             return next((t for t in listed if t["id"] == topic_id), None)
 
-        until(other_topic)  # the other window sees the memory Neovim wrote
+        wait_for(other_topic)  # the other window sees the memory Neovim wrote
 
         # dropped in the other window: Neovim hears of it and its list says so
         other.request(PREFIX + "dropTopic", {"topicId": topic_id})
         nvim.until("return vim.tbl_contains(_G.changes, 'external')")
-        nvim.until(
-            "for _, l in ipairs(vim.api.nvim_buf_get_lines(0, 0, -1, false)) do"
-            " if l:find(' #' .. ... .. ' ', 1, true) and l:find('dropped', 1, true) then"
-            " return true end end",
-            topic_id,
-        )
+        wait_for(lambda: row_dropped(nvim, topic_id))
         listed = nvim.api("list_topics")[0]
         assert next(t for t in listed["topics"] if t["id"] == topic_id)["dropped"]
         assert topic_id not in [t["id"] for t in listed["rendered"]]
@@ -67,11 +53,11 @@ def test_a_drop_in_either_editor_reaches_the_other(
         # restored from Neovim's list: the other window gets topicsChanged and sees it back
         seen = len(other.notifications)
         press(nvim, row(nvim, topic_id), "r")
-        until(
+        wait_for(
             lambda: any(
                 name == PREFIX + "topicsChanged" and params["reason"] == "external"
                 for name, params in other.notifications[seen:]
             )
         )
-        until(lambda: not (other_topic() or {"dropped": True})["dropped"])
+        wait_for(lambda: not (other_topic() or {"dropped": True})["dropped"])
     assert nvim.notes(ERROR) == []
