@@ -7,7 +7,7 @@ from pathlib import Path
 
 from topicforest.testing.stub_llm import ThreadedStubLLM
 
-from .conftest import ERROR, Nvim, model_settings, setup_plugin
+from .conftest import ERROR, Nvim, model_settings, setup_plugin, wait_for
 
 # Records the chat buffer's last line after each chatDelta (the plugin's own listener, which
 # writes the delta, comes first).
@@ -77,4 +77,47 @@ def test_a_reply_streams_into_the_chat_buffer(
     # the chat reopened later shows the thread from the store
     nvim.command("bwipeout!")
     nvim.command("TopicForestChat")
-    assert reply in nvim.lines()
+    nvim.until("return vim.tbl_contains(vim.api.nvim_buf_get_lines(0, 0, -1, false), ...)", reply)
+
+
+def test_ctrl_c_stops_a_reply_and_the_chat_says_so(
+    nvim: Nvim, workspace: Path, stub: ThreadedStubLLM
+) -> None:
+    setup_plugin(nvim, workspace, model_settings(stub))
+    stub.fail_kind("chat", "hang")  # no reply comes until it is stopped
+    nvim.command("TopicForestChat")
+    buf = send(nvim, "A question that takes long to answer")
+    wait_for(lambda: any("takes long" in str(r) for r in stub.requests))
+    nvim.lua("vim.api.nvim_feedkeys(vim.keycode('<C-c>'), 'x', false)")
+    turn_done(nvim, buf, 1)
+    lines = nvim.lines(buf)
+    assert "_(stopped)_" in lines and not any(line.startswith("> **Error") for line in lines)
+    assert nvim.notes(ERROR) == []
+    history, _ = nvim.api("history")
+    assert [m["content"] for m in history["messages"]] == ["A question that takes long to answer"]
+
+
+def test_ask_sends_the_selected_lines_as_an_attachment(
+    nvim: Nvim, workspace: Path, stub: ThreadedStubLLM
+) -> None:
+    setup_plugin(nvim, workspace, model_settings(stub))
+    nvim.command(f"edit {workspace / 'app' / 'db.py'}")
+    nvim.command("4,5TopicForestAsk Why is there no timeout here?")
+    buf = int(nvim.lua("return vim.api.nvim_get_current_buf()"))
+    turn_done(nvim, buf, 1)
+    assert "[attached app/db.py:4-5]" in nvim.lines(buf)
+    sent = str(stub.requests[-1])
+    assert "### app/db.py:4-5 (selection, python)" in sent
+    assert "return sqlite3.connect(path)" in sent
+    history, _ = nvim.api("history")
+    [ref] = history["messages"][0]["attachments"]
+    assert ref["path"] == "app/db.py" and ref["range"] == {"startLine": 3, "endLine": 4}
+    assert ref["language"] == "python" and not ref["truncated"]
+
+
+def test_setup_again_reaches_the_running_server(nvim: Nvim, workspace: Path) -> None:
+    setup_plugin(nvim, workspace, {"historyBudget": 512})
+    assert nvim.api("list_topics")[0]["budget"] == 512
+    setup_plugin(nvim, workspace, {"historyBudget": 1024})
+    wait_for(lambda: nvim.api("list_topics")[0]["budget"] == 1024)
+    assert nvim.lua("return #vim.lsp.get_clients({ name = 'topicforest' })") == 1

@@ -13,7 +13,7 @@ local MODEL = '## Topic Forest'
 local HISTORY_LIMIT = 200
 local ns = vim.api.nvim_create_namespace('topicforest-chat')
 
--- per root: { buf, turn = { stop }, attachments = Attachment[] }
+-- per root: { buf, turn = { stop }, attachments = Attachment[], loading = sends waiting }
 local chats = {}
 -- the last file the user was in, per root (relative path): the chat's activeFile
 M.last_file = {}
@@ -99,11 +99,20 @@ local function new_prompt(buf)
   add_lines(buf, { '', YOU, '' })
 end
 
+--- Whether a reply is streaming in the root's chat (it says so when it is).
+function M.busy(root)
+  if state(root).turn then
+    vim.notify('Topic Forest: a reply is still streaming; ' .. config.options.chat.keys.stop .. ' stops it', vim.log.levels.WARN)
+    return true
+  end
+  return false
+end
+
 --- Header and transcript of the root's current thread, then an empty prompt.
 function M.load(root)
   local chat = state(root)
   local buf = chat.buf
-  if not valid(buf) then
+  if not valid(buf) or M.busy(root) then
     return
   end
   local thread = tf.thread({ root = root })
@@ -118,7 +127,15 @@ function M.load(root)
       keys.context
     ),
   }
+  chat.loading = chat.loading or {}
+  chat.generation = (chat.generation or 0) + 1
+  local generation = chat.generation
   tf.history({ root = root, thread = thread, limit = HISTORY_LIMIT }, function(err, result)
+    if generation ~= chat.generation then
+      return -- a later load (another thread) replaces this one
+    end
+    local waiting = chat.loading or {}
+    chat.loading = nil
     if not valid(buf) then
       return
     end
@@ -142,6 +159,9 @@ function M.load(root)
     show_pending(root)
     for _, win in ipairs(vim.fn.win_findbuf(buf)) do
       vim.api.nvim_win_set_cursor(win, { #lines, 0 })
+    end
+    for _, run in ipairs(waiting) do
+      run()
     end
   end)
 end
@@ -175,8 +195,14 @@ end
 function M.send(root, text)
   local chat = state(root)
   local buf = chat.buf
-  if chat.turn then
-    return vim.notify('Topic Forest: a reply is still streaming; ' .. config.options.chat.keys.stop .. ' stops it', vim.log.levels.WARN)
+  if chat.loading then
+    -- the thread is being read into the buffer: send once it is there
+    return table.insert(chat.loading, function()
+      M.send(root, text)
+    end)
+  end
+  if M.busy(root) then
+    return
   end
   local line = prompt_line(buf)
   if text == nil then

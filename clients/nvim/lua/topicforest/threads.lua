@@ -21,9 +21,13 @@ end
 
 --- Makes `thread` (nil: a new one) current and shows it in the chat.
 function M.open(root, thread)
+  if chat().busy(root) then
+    return
+  end
   tf.set_thread(thread, { root = root })
   chat().open({ root = root })
   chat().load(root)
+  require('topicforest.topics').refresh(root) -- the budget shown is the thread's
 end
 
 local function rename(root, thread)
