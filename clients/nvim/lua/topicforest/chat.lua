@@ -102,7 +102,8 @@ end
 --- Whether a reply is streaming in the root's chat (it says so when it is).
 function M.busy(root)
   if state(root).turn then
-    vim.notify('Topic Forest: a reply is still streaming; ' .. config.options.chat.keys.stop .. ' stops it', vim.log.levels.WARN)
+    local stop = config.options.chat.keys.stop
+    vim.notify('Topic Forest: a reply is still streaming; ' .. stop .. ' stops it', vim.log.levels.WARN)
     return true
   end
   return false

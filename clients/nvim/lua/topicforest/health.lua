@@ -60,10 +60,12 @@ function M.check()
   health.start('Model')
   local settings = config.options.settings
   if type(settings.chatModel) == 'string' and settings.chatModel ~= '' then
-    health.ok('chat model: ' .. settings.chatModel .. (settings.apiBase and (' at ' .. settings.apiBase) or ''))
+    local at = settings.apiBase and (' at ' .. settings.apiBase) or ''
+    health.ok('chat model: ' .. settings.chatModel .. at)
   else
     health.warn('no chat model: topics work, chat answers how to set one', {
-      "setup({ settings = { chatModel = 'gpt-4o-mini' } }) with OPENAI_API_KEY exported (:help topicforest-settings)",
+      "setup({ settings = { chatModel = 'gpt-4o-mini' } }) with OPENAI_API_KEY exported;"
+        .. ' see |topicforest-settings|',
     })
   end
   local models = settings.summaryModels
@@ -79,11 +81,9 @@ function M.check()
     health.warn(root_err)
   else
     local client = server.get(root)
-    local running = client and client.server_info
-    health.ok(('root: %s (%s)'):format(
-      vim.fn.fnamemodify(root, ':~'),
-      running and ('server running: %s %s'):format(running.name or '?', running.version or '') or 'no server running yet'
-    ))
+    local info = client and client.server_info
+    local running = info and ('server running: %s %s'):format(info.name or '?', info.version or '')
+    health.ok(('root: %s (%s)'):format(vim.fn.fnamemodify(root, ':~'), running or 'no server running yet'))
   end
 end
 

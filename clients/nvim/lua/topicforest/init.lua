@@ -149,7 +149,8 @@ function M.chat(text, opts, cb)
     }
   end
   -- a chat turn streams for up to 120 s on the server: a longer default wait than other calls
-  local result, e = server.call(root, 'chat', params, opts.timeout or math.max(config.options.timeout_ms, 130000))
+  local timeout = opts.timeout or math.max(config.options.timeout_ms, 130000)
+  local result, e = server.call(root, 'chat', params, timeout)
   turns[turn] = nil
   return result, e
 end

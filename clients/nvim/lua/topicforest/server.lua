@@ -38,9 +38,11 @@ end
 -- What the user can do, per error code the server sends (the VS Code client says the same).
 local E = protocol.errors
 local ADVICE = {
-  [E.ChatModelNotConfigured] = 'Set settings.chatModel in require("topicforest").setup() (:help topicforest-settings).',
+  [E.ChatModelNotConfigured] = 'Set settings.chatModel in require("topicforest").setup() '
+    .. '(:help topicforest-settings).',
   [E.ProviderError] = 'The model provider failed: check settings.chatModel and settings.apiBase, '
-    .. 'that the API key is exported in the shell Neovim was started from, and that the provider is reachable.',
+    .. 'that the API key is exported in the shell Neovim was started from, '
+    .. 'and that the provider is reachable.',
   [E.StoreError] = 'The memory database could not be used: check that settings.storePath (or your '
     .. 'user data directory) is writable; details are in :TopicForestLog.',
   [E.UnknownTopic] = 'The topic no longer exists (it may have been merged); the list was refreshed.',
@@ -69,6 +71,8 @@ function M.describe(err)
   end
   return err.message
 end
+
+local AGAIN = 'Run the command again to start it anew; its log: :TopicForestLog.'
 
 local function fail(cb, message, hint)
   local err = M.error(message, hint)
@@ -165,7 +169,7 @@ local function on_exit(code, signal, client_id)
   local how = signal ~= 0 and ('signal %d'):format(signal) or ('exit code %d'):format(code)
   local message = ('the server stopped (%s)'):format(how)
   for _, cb in pairs(waiting) do
-    fail(cb, message, 'Run the command again to start it anew; its log: :TopicForestLog.')
+    fail(cb, message, AGAIN)
   end
   if not stopped and (code ~= 0 or signal ~= 0) then
     notify(message .. ". The next Topic Forest command starts it again; its log: :TopicForestLog")
@@ -213,7 +217,8 @@ function M.ensure(root)
   }
   local ok, id = pcall(start, cfg)
   if not ok or not id then
-    return nil, ('the server (%s) could not be started: %s'):format(table.concat(opts.cmd, ' '), ok and 'see :TopicForestLog' or id)
+    local why = ok and 'see :TopicForestLog' or tostring(id)
+    return nil, ('the server (%s) could not be started: %s'):format(table.concat(opts.cmd, ' '), why)
   end
   pending[id] = pending[id] or {}
   return vim.lsp.get_client_by_id(id)
@@ -282,7 +287,7 @@ function M.request(root, verb, params, cb)
     once(e, result)
   end)
   if not ok or not id then
-    fail(once, 'the server is not running', 'Run the command again to start it anew; its log: :TopicForestLog.')
+    fail(once, 'the server is not running', AGAIN)
     return nil
   end
   pending[client.id] = pending[client.id] or {}

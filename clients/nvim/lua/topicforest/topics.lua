@@ -118,9 +118,12 @@ function M.preview_lines(topic, messages)
     '## Summary',
     '',
   }
-  vim.list_extend(lines, topic.summary ~= vim.NIL and topic.summary and ui.lines(ui.fence(topic.summary, 'text')) or {
-    '_No summary yet: it is being written in the background._',
-  })
+  local summary = topic.summary ~= vim.NIL and topic.summary or nil
+  vim.list_extend(
+    lines,
+    summary and ui.lines(ui.fence(summary, 'text'))
+      or { '_No summary yet: it is being written in the background._' }
+  )
   if #(topic.files or {}) > 0 then
     vim.list_extend(lines, { '', 'Files: ' .. table.concat(topic.files, ', ') })
   end
@@ -250,13 +253,15 @@ function M.context_lines(thread, render, topics)
     end
   end
   local function topic_line(id, extra)
-    return ('- Topic %d · %s%s'):format(id, vim.trim((titles[id] or '(not listed)'):gsub('[%s#`%[%]]+', ' ')), extra or '')
+    local title = vim.trim((titles[id] or '(not listed)'):gsub('[%s#`%[%]]+', ' '))
+    return ('- Topic %d · %s%s'):format(id, title, extra or '')
   end
   local pct = render.budget > 0 and math.floor(100 * render.tokens / render.budget + 0.5) or 0
   local lines = {
     '# What the model sees',
     '',
-    ('The history the next chat request of thread `%s` carries: **%d of %d tokens** (%d%%), %d messages.'):format(
+    ('The history the next chat request of thread `%s` carries: **%d of %d tokens** (%d%%), %d messages.')
+      :format(
       thread:gsub('`', ''),
       render.tokens,
       render.budget,
@@ -267,7 +272,10 @@ function M.context_lines(thread, render, topics)
     '',
   }
   if render.fallback then
-    vim.list_extend(lines, { '_The topics did not fit: a flat summary of the earlier conversation stands in for them._', '' })
+    vim.list_extend(lines, {
+      '_The topics did not fit: a flat summary of the earlier conversation stands in for them._',
+      '',
+    })
   end
   vim.list_extend(lines, { ('## Topics sent (%d)'):format(#render.topics), '' })
   for _, t in ipairs(render.topics) do
