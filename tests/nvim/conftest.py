@@ -125,8 +125,7 @@ def nvim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Nvim]:
             assert bad not in messages, messages
     finally:
         try:
-            nv.lua("require('topicforest').stop({ all = true })")
-            nv.until("return #vim.lsp.get_clients({ name = 'topicforest' }) == 0", timeout=15)
+            assert nv.lua("return require('topicforest').stop({ all = true, wait_ms = 15000 })")
         finally:
             session.close()
 

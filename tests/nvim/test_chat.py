@@ -121,3 +121,18 @@ def test_setup_again_reaches_the_running_server(nvim: Nvim, workspace: Path) -> 
     setup_plugin(nvim, workspace, {"historyBudget": 1024})
     wait_for(lambda: nvim.api("list_topics")[0]["budget"] == 1024)
     assert nvim.lua("return #vim.lsp.get_clients({ name = 'topicforest' })") == 1
+
+
+def test_restart_starts_a_new_server_with_the_same_memory(
+    nvim: Nvim, workspace: Path, stub: ThreadedStubLLM
+) -> None:
+    setup_plugin(nvim, workspace, model_settings(stub))
+    _, err = nvim.api("chat", "Remember the port 8443")
+    assert err is None
+    ids = "return vim.tbl_map(function(c) return c.id end, require('topicforest.server').clients())"
+    [first] = nvim.lua(ids)
+    nvim.command("TopicForestRestart")
+    [second] = nvim.lua(ids)  # the first has exited
+    assert second != first
+    history, _ = nvim.api("history")
+    assert history["messages"][0]["content"] == "Remember the port 8443"

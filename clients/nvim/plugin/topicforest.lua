@@ -29,12 +29,11 @@ cmd('TopicForestThreads', function()
 end, { desc = 'Topic Forest: switch, rename or delete chat threads' })
 
 cmd('TopicForestRestart', function()
-  local tf = require('topicforest')
-  tf.stop()
-  vim.defer_fn(function()
-    require('topicforest.topics').refresh()
-  end, 500)
-end, { desc = 'Topic Forest: stop the server (the next command starts it)' })
+  local _, err = require('topicforest').restart()
+  if err then
+    require('topicforest.ui').error(err, 'restart')
+  end
+end, { desc = "Topic Forest: restart the root's server" })
 
 cmd('TopicForestLog', function()
   vim.cmd.tabnew(vim.fn.fnameescape(vim.lsp.get_log_path()))

@@ -223,15 +223,34 @@ function M.delete_thread(thread, opts, cb)
 end
 
 --- Stops the root's server (opts.all: every Topic Forest server); the next call starts it again.
+--- opts.wait_ms: wait that long for it to exit (then it is killed).
 function M.stop(opts)
   opts = opts or {}
   if opts.all then
-    return server.stop()
+    return server.stop(nil, opts.wait_ms)
   end
   local root = M.root(opts)
   if root then
-    server.stop(root)
+    return server.stop(root, opts.wait_ms)
   end
+end
+
+--- Stops the root's server, waits for it to end (at most 5 s), starts a new one and reloads
+--- the open topic lists. Returns the new client's id, or nil and an error.
+function M.restart(opts)
+  local root, err = M.root(opts or {})
+  if not root then
+    return nil, err
+  end
+  server.stop(root, 5000)
+  local client, start_err = server.ensure(root)
+  if not client then
+    return nil, server.error(start_err)
+  end
+  if package.loaded['topicforest.topics'] then
+    require('topicforest.topics').refresh(root)
+  end
+  return client.id
 end
 
 return M

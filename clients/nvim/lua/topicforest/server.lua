@@ -15,6 +15,9 @@ M.listeners = { topicsChanged = {}, chatDelta = {}, threadsChanged = {} }
 local pending = {}
 -- clients we stopped on purpose (no "stopped unexpectedly" message)
 local stopping = {}
+-- our clients until their process has exited: id -> root (vim.lsp.get_clients leaves out
+-- clients still initializing, and keeps exiting ones for a moment)
+local roots = {}
 
 --- Calls a client method the way the running Neovim wants it (0.11: `client:m()`, 0.10: `client.m()`).
 local function call(client, method, ...)
@@ -130,10 +133,22 @@ local function is_stopped(client)
   return call(client, 'is_stopped')
 end
 
+--- Our clients whose process has not exited yet (of `root`, or all), stopping ones included.
+function M.clients(root)
+  local out = {}
+  for id, own in pairs(roots) do
+    local client = vim.lsp.get_client_by_id(id)
+    if client and (root == nil or own == root) then
+      table.insert(out, client)
+    end
+  end
+  return out
+end
+
 --- The running client of `root`, if any (never starts one).
 function M.get(root)
-  for _, client in ipairs(vim.lsp.get_clients({ name = M.NAME })) do
-    if client.root_dir and vim.fs.normalize(client.root_dir) == root and not is_stopped(client) then
+  for _, client in ipairs(M.clients(root)) do
+    if not is_stopped(client) then
       return client
     end
   end
@@ -162,6 +177,7 @@ local function handlers()
 end
 
 local function on_exit(code, signal, client_id)
+  roots[client_id] = nil
   local waiting = pending[client_id] or {}
   pending[client_id] = nil
   local stopped = stopping[client_id]
@@ -178,7 +194,14 @@ end
 
 local function start(cfg)
   if HAS_011 then
-    return vim.lsp.start(cfg, { attach = false, silent = true })
+    -- never vim.lsp's reuse: it would hand back a client still shutting down (M.get reuses)
+    return vim.lsp.start(cfg, {
+      attach = false,
+      silent = true,
+      reuse_client = function()
+        return false
+      end,
+    })
   end
   -- 0.10 has no `attach = false`: start_client starts without attaching a buffer
   return vim.lsp.start_client(cfg)
@@ -221,25 +244,41 @@ function M.ensure(root)
     return nil, ('the server (%s) could not be started: %s'):format(table.concat(opts.cmd, ' '), why)
   end
   pending[id] = pending[id] or {}
+  roots[id] = root
   return vim.lsp.get_client_by_id(id)
 end
 
 --- Sends the current settings to every running server (after setup() is called again).
 function M.configure()
-  for _, client in ipairs(vim.lsp.get_clients({ name = M.NAME })) do
+  for _, client in ipairs(M.clients()) do
     client.settings = { topicForest = settings() }
-    call(client, 'notify', 'workspace/didChangeConfiguration', { settings = client.settings })
+    -- one still initializing sends client.settings itself once initialized
+    if client.initialized and not is_stopped(client) then
+      call(client, 'notify', 'workspace/didChangeConfiguration', { settings = client.settings })
+    end
   end
 end
 
---- Stops the server of `root` (all servers without one).
-function M.stop(root)
-  for _, client in ipairs(vim.lsp.get_clients({ name = M.NAME })) do
-    if root == nil or (client.root_dir and vim.fs.normalize(client.root_dir) == root) then
-      stopping[client.id] = true
-      call(client, 'stop')
-    end
+--- Stops the server of `root` (all servers without one); with `wait_ms`, waits at most that
+--- long for the processes to exit, then kills what is left. Returns true when all are gone.
+function M.stop(root, wait_ms)
+  for _, client in ipairs(M.clients(root)) do
+    stopping[client.id] = true
+    call(client, 'stop')
   end
+  if not wait_ms then
+    return #M.clients(root) == 0
+  end
+  local function gone()
+    return #M.clients(root) == 0
+  end
+  if not vim.wait(wait_ms, gone, 20) then
+    for _, client in ipairs(M.clients(root)) do
+      call(client, 'stop', true)
+    end
+    vim.wait(wait_ms, gone, 20)
+  end
+  return gone()
 end
 
 --- Tells a running server which file the user is in (it ranks topics by it).
