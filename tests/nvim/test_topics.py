@@ -87,6 +87,23 @@ def test_topics_listed_dropped_and_restored_from_the_list(
     )
     wait_for(lambda: not row_dropped(nvim, topic_id))
 
+    # P pins it, e expands it (its originals are sent), c collapses it, P again unpins
+    def topic() -> dict[str, Any]:
+        listed = nvim.api("list_topics")[0]
+        return next(t for t in listed["topics"] if t["id"] == topic_id)
+
+    press(nvim, row(nvim, topic_id), "P")
+    wait_for(lambda: topic()["pinned"] and "[pinned" in nvim.lines()[row(nvim, topic_id) - 1])
+    press(nvim, row(nvim, topic_id), "e")
+    wait_for(lambda: topic()["expanded"])
+    modes = {t["id"]: t["mode"] for t in nvim.lua(render())["topics"]}
+    assert modes[topic_id] == "expanded"
+    wait_for(lambda: " full" in nvim.lines()[row(nvim, topic_id) - 1])
+    press(nvim, row(nvim, topic_id), "c")
+    wait_for(lambda: not topic()["expanded"])
+    press(nvim, row(nvim, topic_id), "P")
+    wait_for(lambda: not topic()["pinned"])
+
     # <CR> previews it in a float: its summary and its messages
     list_buf = nvim.lua("return vim.api.nvim_get_current_buf()")
     press(nvim, row(nvim, topic_id), "<CR>")
