@@ -126,6 +126,11 @@ def test_topics_listed_dropped_and_restored_from_the_list(
     now = nvim.lua(render())
     assert f"**{now['tokens']} of {now['budget']} tokens**" in "\n".join(context)
     assert any(line.startswith(f"- Topic {topic_id} · ") for line in context)
+
+    # another tab, a file of the same root: the same server serves it
+    nvim.command(f"tabnew {workspace / 'app' / 'db.py'}")
+    nvim.command("TopicForestChat")
+    assert nvim.lua("return #require('topicforest.server').clients()") == 1
     assert nvim.notes(ERROR) == []
 
 
