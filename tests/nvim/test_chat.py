@@ -136,3 +136,27 @@ def test_restart_starts_a_new_server_with_the_same_memory(
     assert second != first
     history, _ = nvim.api("history")
     assert history["messages"][0]["content"] == "Remember the port 8443"
+
+
+def test_a_you_heading_in_a_message_is_no_prompt(
+    nvim: Nvim, workspace: Path, stub: ThreadedStubLLM
+) -> None:
+    stub.script("A heading a model might write:\n## You\nthen more text.", "Fine.", "Ok.")
+    setup_plugin(nvim, workspace, model_settings(stub))
+    nvim.command("TopicForestChat")
+    buf = send(nvim, "first")
+    turn_done(nvim, buf, 1)
+    # typed in the prompt, a "## You" line is part of the message
+    send(nvim, "my notes say\n## You\nand then this")
+    turn_done(nvim, buf, 2)
+    # reloaded from the store, the stored "## You" lines stay in their messages
+    nvim.command("bwipeout!")
+    nvim.command("TopicForestChat")
+    buf = send(nvim, "third")
+    turn_done(nvim, buf, 3)
+    history, _ = nvim.api("history")
+    assert [m["content"] for m in history["messages"] if m["role"] == "user"] == [
+        "first",
+        "my notes say\n## You\nand then this",
+        "third",
+    ]

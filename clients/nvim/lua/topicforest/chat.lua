@@ -12,6 +12,8 @@ local YOU = '## You'
 local MODEL = '## Topic Forest'
 local HISTORY_LIMIT = 200
 local ns = vim.api.nvim_create_namespace('topicforest-chat')
+-- an extmark on the prompt's heading: a message whose text has a "## You" line is no prompt
+local prompt_ns = vim.api.nvim_create_namespace('topicforest-chat-prompt')
 
 -- per root: { buf, turn = { stop }, attachments = Attachment[], loading = sends waiting }
 local chats = {}
@@ -58,8 +60,19 @@ local function add_lines(buf, lines)
   set_modifiable(buf, modifiable)
 end
 
---- The line (1-based) of the last "## You": the prompt starts below it.
+--- Marks line `line` (1-based) as the prompt's heading.
+local function set_prompt(buf, line)
+  vim.api.nvim_buf_clear_namespace(buf, prompt_ns, 0, -1)
+  vim.api.nvim_buf_set_extmark(buf, prompt_ns, line - 1, 0, {})
+end
+
+--- The line (1-based) of the prompt's heading: the prompt starts below it.
 local function prompt_line(buf)
+  local mark = vim.api.nvim_buf_get_extmarks(buf, prompt_ns, 0, -1, { limit = 1 })[1]
+  if mark and vim.api.nvim_buf_get_lines(buf, mark[2], mark[2] + 1, false)[1] == YOU then
+    return mark[2] + 1
+  end
+  -- the heading was edited away: the last one left
   local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
   for i = #lines, 1, -1 do
     if lines[i] == YOU then
@@ -97,6 +110,7 @@ end
 
 local function new_prompt(buf)
   add_lines(buf, { '', YOU, '' })
+  set_prompt(buf, vim.api.nvim_buf_line_count(buf) - 1)
 end
 
 --- Whether a reply is streaming in the root's chat (it says so when it is).
@@ -155,8 +169,10 @@ function M.load(root)
     local typed = prompt_line(buf)
     typed = typed and vim.api.nvim_buf_get_lines(buf, typed, -1, false) or {}
     vim.list_extend(lines, { '', YOU })
+    local heading = #lines
     vim.list_extend(lines, #typed > 0 and typed or { '' })
     ui.set_lines(buf, lines)
+    set_prompt(buf, heading)
     show_pending(root)
     for _, win in ipairs(vim.fn.win_findbuf(buf)) do
       vim.api.nvim_win_set_cursor(win, { #lines, 0 })
@@ -210,6 +226,7 @@ function M.send(root, text)
     text = line and table.concat(vim.api.nvim_buf_get_lines(buf, line, -1, false), '\n') or ''
   elseif line then
     ui.set_lines(buf, vim.list_extend(vim.api.nvim_buf_get_lines(buf, 0, line, false), ui.lines(text)))
+    set_prompt(buf, line)
   end
   text = vim.trim(text)
   if text == '' then
