@@ -374,23 +374,22 @@ def _topic_block(
         shown_summary = (
             fit_summary(window, root, summary_text, int(room * SUMMARY_SHARE)) if summary else ""
         )
-        if shown_summary:
-            parts.append(quote(shown_summary))
+        parts += _quoted(shown_summary)
         left = room - (count(quote(shown_summary)) + 1 if shown_summary else 0)
         chosen = window.select_key_lines(root, left, skip=shown_summary)
         parts += [quote("- " + line.text) for line in chosen]
         ids = sorted({line.message_id for line in chosen})
     elif not dirty and summary:
-        parts.append(quote(fit_summary(window, root, summary_text, room)))
+        parts += _quoted(fit_summary(window, root, summary_text, room))
     elif dirty:
         messages = verbatim
         if fits:
             ids = pending  # everything fits verbatim
-            parts += [quote(summary_text)] if summary else []
+            parts += _quoted(summary_text)
             parts += [quote_message(m) for m in messages]
         elif room >= MIN_SUMMARY_ROOM:  # a live extractive digest of summary + new messages
             digest = _digest(window, root, summary_text or None, messages, title)
-            parts.append(quote(digest.select(room - 2, RENDER_SENTENCE_SHARE)))
+            parts += _quoted(digest.select(room - 2, RENDER_SENTENCE_SHARE))
     body = "\n".join(parts)
     mode: Mode = ("summary+messages" if dirty else "summary") if summary else "messages"
     shown = sorted([*ids, *recalled_ids])
@@ -405,6 +404,13 @@ def _topic_block(
     if pinned:  # pinned topics always appear, cut to what fits
         return truncate("\n".join([header, body]), space - 1, count), (mode, tuple(ids))
     return "", (mode, ())
+
+
+def _quoted(summary: str) -> list[str]:
+    """A summary quoted, without blank lines; nothing at all for a summary cut to nothing (an
+    empty `| ` line tells the model nothing and costs tokens)."""
+    lines = [line for line in summary.splitlines() if line.strip()]
+    return [quote("\n".join(lines))] if lines else []
 
 
 def _quotable(pending: list[int], room: int) -> list[int]:
