@@ -6,25 +6,47 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
 from topicforest.engine import ContextWindow, WindowConfig
 from topicforest.engine.summarize import ExtractiveSummarizer
+from topicforest.engine.summarize.base import Summarizer, SummaryRequest, SummaryResult
 from topicforest.eval.dataset import Conversation, load_conversation
 from topicforest.eval.systems import START, TURN_SECONDS, maintain, thread_of
 
 SAMPLE = Path(str(files("topicforest.data").joinpath("sample_conversation.json")))
 
 
+class Recording(ExtractiveSummarizer):
+    """The offline summarizer, keeping every summary it wrote."""
+
+    def __init__(self) -> None:
+        self.written: list[str] = []
+
+    def summarize_now(self, request: SummaryRequest) -> SummaryResult:
+        result = super().summarize_now(request)
+        self.written.append(result.text)
+        return result
+
+
+@dataclass(frozen=True)
+class Replay:
+    conv: Conversation
+    window: ContextWindow
+    summaries: list[str]  # every summary written on the way, in order
+
+
 @functools.cache
-def replay_offline(path: Path, budget: int = 2048) -> tuple[Conversation, ContextWindow]:
+def replay_offline(path: Path, budget: int = 2048) -> Replay:
     conv = load_conversation(path)
-    return conv, asyncio.run(_replay(conv, budget))
+    summarizer = Recording()
+    window = asyncio.run(_replay(conv, budget, summarizer))
+    return Replay(conv, window, summarizer.written)
 
 
-async def _replay(conv: Conversation, budget: int) -> ContextWindow:
-    summarizer = ExtractiveSummarizer()
+async def _replay(conv: Conversation, budget: int, summarizer: Summarizer) -> ContextWindow:
     window = ContextWindow(WindowConfig(history_budget=budget))
     for index, m in enumerate(conv.messages):
         thread = thread_of(m)
@@ -38,7 +60,9 @@ async def _replay(conv: Conversation, budget: int) -> ContextWindow:
     return window
 
 
-def fact_renders(conv: Conversation, window: ContextWindow) -> list[str]:
+def fact_renders(replay: Replay) -> list[str]:
     """What the model would receive for each fact's question, at the end of the replay."""
-    last = thread_of(conv.messages[-1])
-    return [window.render(query=f.question, thread_id=last).text() for f in conv.facts]
+    last = thread_of(replay.conv.messages[-1])
+    return [
+        replay.window.render(query=f.question, thread_id=last).text() for f in replay.conv.facts
+    ]

@@ -36,8 +36,9 @@ def test_a_summary_with_no_room_left_after_recall_is_left_out_not_quoted_empty(q
 
 
 def replayed_empty_lines(path: Path) -> list[str]:
-    conv, window = replay_offline(path)
-    return [line for text in fact_renders(conv, window) for line in empty_summary_lines(text)]
+    return [
+        line for text in fact_renders(replay_offline(path)) for line in empty_summary_lines(text)
+    ]
 
 
 def test_the_sample_query_renders_have_no_empty_summary_line() -> None:
