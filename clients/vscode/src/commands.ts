@@ -29,6 +29,23 @@ export const TOPIC_ACTIONS: Record<string, { method: TopicRequest; extra?: { pin
   'topicForest.collapseTopic': { method: 'topicForest/collapseTopic' },
 };
 
+/** What an expand or pin did to the next request, when it is more than the user asked for:
+ *  an expanded topic that does not fit whole, topics pushed out for lack of room. */
+export function reshapeMessage(result: { topic: Topic; messages?: unknown[]; pushedOut?: number[] },
+  listed: readonly Topic[]): string | undefined {
+  const { topic, messages, pushedOut = [] } = result;
+  const parts: string[] = [];
+  if (topic.expanded && messages && messages.length < topic.messageCount) {
+    parts.push(`The next request carries ${messages.length} of the ${topic.messageCount} original ` +
+      `messages of "${topic.title}" (its opening question first): no room for more.`);
+  }
+  if (pushedOut.length) {
+    const titles = pushedOut.map((id) => `"${listed.find((t) => t.id === id)?.title ?? `topic ${id}`}"`);
+    parts.push(`No room left in the next request for ${titles.join(', ')}.`);
+  }
+  return parts.length ? parts.join(' ') : undefined;
+}
+
 export class TopicCommands {
   constructor(private readonly connection: Connection, private readonly tree: TopicTreeProvider) {}
 
@@ -47,8 +64,13 @@ export class TopicCommands {
     const topicId = topicIdOf(arg);
     if (topicId === undefined) return undefined;
     try {
-      const { topic } = await this.connection.request(method, { topicId, ...extra });
-      return topic;
+      const threadId = this.tree.currentThread();
+      const result = method === 'topicForest/expandTopic' || method === 'topicForest/pinTopic'
+        ? await this.connection.request(method, { topicId, threadId, ...extra })
+        : await this.connection.request(method, { topicId });
+      const said = reshapeMessage(result, this.tree.snapshot?.topics ?? []);
+      if (said) void vscode.window.showInformationMessage(said);
+      return result.topic;
     } catch (error) {
       await this.showError(error);
       return undefined;
@@ -57,13 +79,13 @@ export class TopicCommands {
     }
   }
 
-  /** One topic, one preview tab: from the menu, a message row or a link alike. */
+  /** One topic, one preview tab, rendered: from the menu, a message row or a link alike. */
   async preview(arg: TopicArg): Promise<void> {
     const topicId = topicIdOf(arg);
     if (topicId === undefined) return;
     try {
       const doc = await vscode.workspace.openTextDocument(this.previewUriOf(topicId, arg));
-      await vscode.window.showTextDocument(doc, { preview: true });
+      await vscode.commands.executeCommand('markdown.showPreview', doc.uri);
     } catch (error) {
       await this.showError(error);
     }

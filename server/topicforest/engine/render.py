@@ -346,9 +346,7 @@ def _topic_block(
     size = window.forest.size(root)
     pinned = root in window.pinned
     if root in window.expanded:
-        header = f"## Topic {root}: {title}{flags} (expanded: {size} original messages)"
-        originals = _best_members(window, qvec, window.forest.members(root), space - count(header))
-        return _join(header, originals, window), ("expanded", tuple(originals))
+        return _expanded_block(window, root, qvec, space, f"## Topic {root}: {title}{flags}")
 
     header = f"## Topic {root}: {title}{flags} ({size} messages)"
     recall_cost = sum(r.tokens for r in recalled)
@@ -554,6 +552,32 @@ def _exchange_lines(
             out.append((message, quoted, cost))
             left -= cost
     return out
+
+
+def _expanded_block(
+    window: RenderSource, root: int, qvec: Counter[str], space: int, head: str
+) -> tuple[str, tuple[Mode, tuple[int, ...]]]:
+    """An expanded topic's originals verbatim: its opening question first, then the most
+    relevant (then newest) of the rest that fit; the header says how many of how many it sends."""
+    members = window.forest.members(root)
+    size = len(members)
+    longest = f"{head} (expanded: {size} of {size} original messages, opening question first)"
+    room = space - window.count(longest)
+    opening = [min(members)] if members else []  # ids grow with time: its first message
+    first = window.log.get_many(opening)
+    if not first or first[0].tokens + 4 > room:
+        opening = []
+    else:
+        room -= first[0].tokens + 4
+    rest = [m for m in members if m not in opening]
+    originals = opening + _best_members(window, qvec, rest, room)
+    if len(originals) == size:
+        said = f"{size} original messages"
+    else:
+        said = f"{len(originals)} of {size} original messages" + (
+            ", opening question first" if opening else ""
+        )
+    return _join(f"{head} (expanded: {said})", originals, window), ("expanded", tuple(originals))
 
 
 def _best_members(
