@@ -79,13 +79,13 @@ export class TopicCommands {
     }
   }
 
-  /** One topic, one preview tab, rendered: from the menu, a message row or a link alike. */
+  /** One topic, one preview tab: from the menu, a message row or a link alike. */
   async preview(arg: TopicArg): Promise<void> {
     const topicId = topicIdOf(arg);
     if (topicId === undefined) return;
     try {
       const doc = await vscode.workspace.openTextDocument(this.previewUriOf(topicId, arg));
-      await vscode.commands.executeCommand('markdown.showPreview', doc.uri);
+      await vscode.window.showTextDocument(doc, { preview: true });
     } catch (error) {
       await this.showError(error);
     }
