@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 MAX_SENTENCE_TOKENS = 60  # a longer sentence is left out: a summary is short sentences
 MAX_COMMAS = 3  # a sentence with more is a list of names rather than a sentence
 CODE_NAMES = 3  # names one code block's sentence says
+BLOCK_SENTENCES = 2  # sentences about one code block at most (more would read as a list)
 FIRST_SHARE = 0.25  # of the room, for the densest sentences
 _SPEAKER = re.compile(r"^(?:I said|You said|I asked|I pasted|You showed)\b:?\s*")
 _NUMBER = re.compile(r"v?[\d.,_]+")
@@ -115,8 +116,10 @@ def readable(digest: Digest, target_tokens: int) -> list[str]:
         best: tuple[float, int, Piece] | None = None
         for piece in left + code:
             if piece.code:
-                again = any(c.code and c.position == piece.position for c in chosen)
-                piece = _code_sentence(piece, said, again=again)
+                told = sum(c.code and c.position == piece.position for c in chosen)
+                if told >= BLOCK_SENTENCES:
+                    continue
+                piece = _code_sentence(piece, said, again=told > 0)
             new = len(set(piece.names) - said)
             if new and used + piece.cost <= budget:
                 worth = (new / piece.cost, -piece.position, piece)
