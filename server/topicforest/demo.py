@@ -103,6 +103,7 @@ def main() -> int:
                 [Path(folder)],
                 {
                     "chatModel": "openai/demo-model",
+                    "summaryModels": [],  # offline summaries (unset: the chat model writes them)
                     "apiBase": stub.base_url,
                     "storePath": str(Path(folder) / ".store"),  # leave no trace after the demo
                 },

@@ -109,7 +109,7 @@ def test_the_lead_names_files_and_code_before_numbers() -> None:
         ),
     )
     lead = digest.summary(200).split(". ")[0]
-    assert lead.startswith(f"{LEAD} app/middleware/ratelimit.py, ")
+    assert lead.startswith(f"{LEAD} app/middleware/ratelimit.py and ")
     assert "60" not in lead and "/minute" not in lead
 
 
@@ -142,7 +142,11 @@ def test_render_cut_does_not_repeat_what_the_header_names() -> None:
 
 
 def test_no_query_render_keeps_facts_from_the_whole_topic() -> None:
-    """A long topic cut to its share still names its early exchanges, not only the last ones."""
+    """A long topic cut to its share still names its early exchanges, not only the last ones.
+
+    Three of eight: the stored summary is now sentences a person reads, and three of these fill
+    its 110 tokens (a list of every name held all eight; on the dev set the sentences keep as
+    many facts: docs/benchmarks.md)."""
     window = ContextWindow(WindowConfig(history_budget=512))
     for i, text in enumerate(EXCHANGES * 2):
         window.append("t", "user", text.replace("step", f"s{i // 8}_step"), timestamp=float(i))
@@ -151,4 +155,4 @@ def test_no_query_render_keeps_facts_from_the_whole_topic() -> None:
     asyncio.run(resolve_all(window, ExtractiveSummarizer()))
     text = window.render(thread_id="t").text()
     early = [f"src/s0_step{i}.py" for i in range(8)]
-    assert sum(path in text for path in early) >= 7, text
+    assert sum(path in text for path in early) >= 3, text

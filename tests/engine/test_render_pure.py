@@ -20,7 +20,7 @@ def crowded_window() -> ContextWindow:
     """A topic whose header alone leaves no room in a small budget: none fits."""
     window = ContextWindow(WindowConfig(history_budget=128))
     for s in SUBJECTS:
-        path = f"services/{s}_gateway/handlers/{s}_request_validator.py"
+        path = f"services/{s}_gateway/handlers/{s}_gateway_request_payload_schema_validator.py"
         window.append("t", "user", f"In {path} the {s}_validate_payload_schema fails " * 3)
         window.append("t", "assistant", f"Fix {s}_validate_payload_schema in {path} " * 3)
     window.flush_thread("t")

@@ -12,12 +12,14 @@ import pytest
 
 from topicforest.engine import ContextWindow, WindowConfig
 from topicforest.engine.resolver import resolve_all
-from topicforest.engine.summarize.base import model_title, summary_body
+from topicforest.engine.summarize.base import SummaryResult, model_title, summary_body
 from topicforest.engine.summarize.extractive import ExtractiveSummarizer
 from topicforest.engine.summarize.litellm_summarizer import LiteLLMSummarizer
+from topicforest.engine.titles import names_something
 from topicforest.testing.stub_llm import STUB_API_KEY, StubLLM, stub_title
 
-SAMPLE = Path(__file__).parents[2] / "server/topicforest/data/sample_conversation.json"
+from ..conftest import requires_shared_eval, shared_conversations
+from .replays import SAMPLE, replay_offline
 
 
 @pytest.fixture
@@ -75,3 +77,55 @@ async def test_offline_titles_are_phrases_of_the_topic_not_identifier_lists() ->
         ]
         pairs = {f"{a} {b}" for ws in words for a, b in itertools.pairwise(ws)}
         assert phrase.lower() in pairs, view.title  # the topic's own words, in its own order
+
+
+def test_a_title_is_never_numbers_alone() -> None:
+    """A benchmark topic full of figures was titled "85, 84, 0.00"."""
+    window = ContextWindow(WindowConfig(history_budget=256))
+    for i in range(6):
+        window.append("t", "user", f"bench {i}: 85, 84, 0.00 and 91.5 vs 12.25", timestamp=i)
+        window.append("t", "assistant", f"85 84 0.00 {i}1.25 3.5 and 0.{i}", timestamp=i)
+    window.flush_thread("t")
+    titles = [window.title(r) for r in window.forest.live_roots()]
+    assert titles and all(names_something(t) for t in titles), titles
+    assert not names_something("85, 84, 0.00") and not names_something("2.25 GiB · 15m")
+
+
+def test_a_model_title_of_numbers_alone_gives_way_to_the_topics_names() -> None:
+    window = ContextWindow(WindowConfig(history_budget=2048))
+    replay_sample(window)
+    job = window.summary_jobs(force=True)[0]
+    window.apply_summary(job, SummaryResult("Title: 85, 84, 0.00\nI asked you about it.", "m"))
+    assert names_something(window.title(job.topic_id)), window.title(job.topic_id)
+
+
+def test_two_live_topics_never_share_a_title() -> None:
+    window = ContextWindow(WindowConfig(history_budget=2048))
+    replay_sample(window)
+    for job in window.summary_jobs(force=True):  # a summary model calling them all the same
+        window.apply_summary(job, SummaryResult("Title: Invoicing service\nI asked you.", "m"))
+    titles = [window.title(r) for r in window.forest.live_roots()]
+    assert len(titles) >= 2 and len(set(titles)) == len(titles), titles
+    assert all(t.startswith("Invoicing service (") for t in titles), titles
+
+
+def live_titles(path: Path) -> list[str]:
+    window = replay_offline(path).window
+    return [window.title(r) for r in window.forest.live_roots()]
+
+
+def check_titles(titles: list[str]) -> None:
+    assert len(set(titles)) == len(titles), titles  # unique among live topics
+    for title in titles:
+        assert names_something(title), titles  # never numbers alone
+        assert len(title.split()) <= 8 and ", " not in title, titles  # a few words, no list
+
+
+def test_the_sample_titles_are_a_few_words_unique_and_never_numbers_alone() -> None:
+    check_titles(live_titles(SAMPLE))
+
+
+@requires_shared_eval
+@pytest.mark.parametrize("path", shared_conversations(), ids=lambda p: p.stem)
+def test_the_dev_set_titles_are_a_few_words_unique_and_never_numbers_alone(path: Path) -> None:
+    check_titles(live_titles(path))

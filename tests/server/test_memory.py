@@ -306,3 +306,29 @@ async def test_an_early_answers_refresh_leaves_the_preparation_to_upkeep(
     finally:
         await a.close()
         await b.close()
+
+
+async def test_once_summaries_are_done_quiet_upkeep_changes_nothing() -> None:
+    """A tree that holds still: with no new message, the rounds a long quiet spell brings
+    (idle and settle: re-clustering, summaries of every dirty topic, key lines) leave every
+    topic's id, title, members and summary as they were."""
+    memory = WorkspaceMemory("k", Settings(history_budget=512), persist=False)
+    for role, text in SAMPLE:
+        memory.append("t", role, text, wake=False)
+
+    def tree() -> list[tuple[object, ...]]:
+        return [
+            (t.id, t.title, t.summary, t.message_count, t.pending, t.dropped)
+            for t in memory.topics()
+        ]
+
+    for _ in range(50):  # what upkeep does after the user's last message, driven to the end
+        await memory.upkeep.maintain(idle=True, settle=True)
+        if not memory.window.dirty_topic_ids() and not memory.window.refine_pending:
+            break
+    settled = tree()
+    assert len(settled) >= 2 and not any(t[4] for t in settled)
+    for _ in range(5):
+        await memory.upkeep.maintain(idle=True, settle=True)
+        assert tree() == settled
+    await memory.close()

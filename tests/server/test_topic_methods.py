@@ -65,17 +65,38 @@ async def test_preview_expand_collapse_and_pin(
     assert all(set(m) == set(SHAPES["Message"]) for m in preview["messages"])
     assert {m["content"] for m in preview["messages"]} <= {text for _, text in turns}
 
+    before = await render(chat_client)
     expanded = await chat_client.call("expandTopic", {"topicId": topic["id"]})
     assert expanded["topic"]["expanded"] is True
-    assert expanded["messages"] == preview["messages"]
-    modes = {t["id"]: t["mode"] for t in (await render(chat_client))["topics"]}
+    after = await render(chat_client)
+    modes = {t["id"]: t["mode"] for t in after["topics"]}
     assert modes.get(topic["id"]) == "expanded"
+    # What it says it sends is what the render sends, opening question first.
+    sent = expanded["messages"]
+    assert sent and sent[0] == preview["messages"][0]
+    assert all(m in preview["messages"] for m in sent)
+    text = after["messages"][0]["content"]
+    header = next(line for line in text.splitlines() if line.startswith(f"## Topic {topic['id']}:"))
+    if len(sent) < len(preview["messages"]):
+        assert f"(expanded: {len(sent)} of {len(preview['messages'])} original" in header
+    else:
+        assert f"(expanded: {len(sent)} original messages)" in header
+    for message in sent:
+        assert message["content"].splitlines()[0] in text
+    # Topics it pushed out of the request are reported, and the render agrees.
+    was = {t["id"] for t in before["topics"]}
+    now = {t["id"] for t in after["topics"]}
+    assert expanded["pushedOut"] == sorted(was - now - {topic["id"]})
+    assert set(expanded["pushedOut"]) <= set(after["omittedTopics"])
     collapsed = await chat_client.call("collapseTopic", {"topicId": topic["id"]})
     assert collapsed["topic"]["expanded"] is False
 
     last = min(topics, key=lambda t: t["lastTime"])["id"]
+    was = {t["id"] for t in (await render(chat_client))["topics"]}
     pinned = await chat_client.call("pinTopic", {"topicId": last})
     assert pinned["topic"]["pinned"] is True
+    now = {t["id"] for t in (await render(chat_client))["topics"]}
+    assert pinned["pushedOut"] == sorted(was - now - {last})
     assert (await render(chat_client))["topics"][0]["id"] == last  # pinned topics come first
     unpinned = await chat_client.call("pinTopic", {"topicId": last, "pinned": False})
     assert unpinned["topic"]["pinned"] is False

@@ -99,6 +99,7 @@ def test_validate_applies_defaults_and_names_fields() -> None:
         "workspaceUri": None,
         "topicId": 3,
         "pinned": True,
+        "threadId": None,
     }
     with pytest.raises(protocol.ProtocolError) as info:
         protocol.validate(pin, {"topicId": 2**60})

@@ -645,7 +645,9 @@ async function main() {
 
     const tP = Date.now();
     await menu(sameRow.first(), 'Preview');
-    const tab = page.locator('.tabs-container .tab', { hasText: /^Topic \d+ - / });
+    // a preview's tab is named by its topic's title (the context view has a name of its own)
+    const previewTab = /^(?!What the Model Sees).*\.md/;
+    const tab = page.locator('.tabs-container .tab', { hasText: previewTab });
     await tab.first().waitFor({ timeout: 20_000 });
     const editorText = page.locator('.editor-group-container .monaco-editor .view-lines').first();
     await waitFor('the preview text', async () => /Summary/.test(await editorText.innerText()));
@@ -667,10 +669,10 @@ async function main() {
     await shot('07-summarized');
 
     // one topic, one preview tab: with its preview kept open (no longer in preview mode), a
-    // click on one of the topic's message rows shows that tab again, no "Topic N - untitled.md"
+    // click on one of the topic's message rows shows that tab again, no "Topic N.md"
     const first = topicRows.first();
     await menu(first, 'Preview');
-    await page.locator('.tabs-container .tab.active', { hasText: /^Topic \d+ - / }).first().dblclick(); // keep open
+    await page.locator('.tabs-container .tab.active', { hasText: previewTab }).first().dblclick(); // keep open
     const keptOpen = (await tab.allInnerTexts()).map((t) => t.trim());
     await first.locator('.monaco-tl-twistie').click();
     const messageRow = topicsPane(page).locator('.monaco-list-row[role="treeitem"][aria-level="2"]').first();

@@ -29,6 +29,23 @@ export const TOPIC_ACTIONS: Record<string, { method: TopicRequest; extra?: { pin
   'topicForest.collapseTopic': { method: 'topicForest/collapseTopic' },
 };
 
+/** What an expand or pin did to the next request, when it is more than the user asked for:
+ *  an expanded topic that does not fit whole, topics pushed out for lack of room. */
+export function reshapeMessage(result: { topic: Topic; messages?: unknown[]; pushedOut?: number[] },
+  listed: readonly Topic[]): string | undefined {
+  const { topic, messages, pushedOut = [] } = result;
+  const parts: string[] = [];
+  if (topic.expanded && messages && messages.length < topic.messageCount) {
+    parts.push(`The next request carries ${messages.length} of the ${topic.messageCount} original ` +
+      `messages of "${topic.title}" (its opening question first): no room for more.`);
+  }
+  if (pushedOut.length) {
+    const titles = pushedOut.map((id) => `"${listed.find((t) => t.id === id)?.title ?? `topic ${id}`}"`);
+    parts.push(`No room left in the next request for ${titles.join(', ')}.`);
+  }
+  return parts.length ? parts.join(' ') : undefined;
+}
+
 export class TopicCommands {
   constructor(private readonly connection: Connection, private readonly tree: TopicTreeProvider) {}
 
@@ -47,8 +64,13 @@ export class TopicCommands {
     const topicId = topicIdOf(arg);
     if (topicId === undefined) return undefined;
     try {
-      const { topic } = await this.connection.request(method, { topicId, ...extra });
-      return topic;
+      const threadId = this.tree.currentThread();
+      const result = method === 'topicForest/expandTopic' || method === 'topicForest/pinTopic'
+        ? await this.connection.request(method, { topicId, threadId, ...extra })
+        : await this.connection.request(method, { topicId });
+      const said = reshapeMessage(result, this.tree.snapshot?.topics ?? []);
+      if (said) void vscode.window.showInformationMessage(said);
+      return result.topic;
     } catch (error) {
       await this.showError(error);
       return undefined;

@@ -10,7 +10,8 @@ export const PREVIEW_SCHEME = 'topicforest-preview';
 
 export function previewUri(topic: Pick<Topic, 'id' | 'title'>): vscode.Uri {
   const name = topic.title.replace(/[^\w .-]+/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 60);
-  return vscode.Uri.from({ scheme: PREVIEW_SCHEME, path: `/Topic ${topic.id} - ${name || 'untitled'}.md`,
+  // the tab shows the file name: the topic's title, as the tree does (the id is in the query)
+  return vscode.Uri.from({ scheme: PREVIEW_SCHEME, path: `/${name || `Topic ${topic.id}`}.md`,
     query: `id=${topic.id}` });
 }
 
@@ -26,7 +27,7 @@ export function previewMarkdown(topic: Topic, messages: Message[]): string {
   const lines = [
     `# ${topic.title.replace(/[\s#]+/g, ' ').trim()}`,
     '',
-    `Topic ${topic.id} · ${topic.messageCount} messages · ${topic.sourceTokens} source tokens · ` +
+    `${topic.messageCount} messages · ${topic.sourceTokens} source tokens · ` +
       `${topic.summaryTokens} summary tokens${states.length ? ` · ${states.join(', ')}` : ''}`,
     '',
     '## Summary',

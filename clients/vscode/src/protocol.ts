@@ -138,17 +138,20 @@ export interface PreviewTopicResult {
   messages: Message[];
 }
 
-/** Render the topic's original messages verbatim (budget permitting) until collapsed. */
+/** Render the topic's original messages verbatim (budget permitting) until collapsed. `messages`: the originals the thread's next request carries (its opening question first; all of them if they fit); `pushedOut`: topics that request no longer has room for. */
 export interface ExpandTopicParams {
   /** Workspace folder URI; default: the first folder, else the global memory */
   workspaceUri?: string | null;
   /** Topic id from listTopics */
   topicId: number;
+  /** Include this thread's hot messages */
+  threadId?: string | null;
 }
 
 export interface ExpandTopicResult {
   topic: Topic;
   messages: Message[];
+  pushedOut: number[];
 }
 
 /** Render the topic as its summary again. */
@@ -187,7 +190,7 @@ export interface RestoreTopicResult {
   topic: Topic;
 }
 
-/** Always render the topic (first), or unpin it with pinned=false. */
+/** Always render the topic (first), or unpin it with pinned=false. `pushedOut`: topics the thread's next request no longer has room for. */
 export interface PinTopicParams {
   /** Workspace folder URI; default: the first folder, else the global memory */
   workspaceUri?: string | null;
@@ -195,10 +198,13 @@ export interface PinTopicParams {
   topicId: number;
   /** false unpins */
   pinned?: boolean;
+  /** Include this thread's hot messages */
+  threadId?: string | null;
 }
 
 export interface PinTopicResult {
   topic: Topic;
+  pushedOut: number[];
 }
 
 /** Topics ranked by similarity to a query (code-aware TF-IDF). */

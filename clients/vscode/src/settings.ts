@@ -13,7 +13,7 @@ export interface ConfigReader {
 
 export interface ServerSettings {
   chatModel: string | null;
-  summaryModels: string[];
+  summaryModels: string[] | null;  // null (unset): the chat model writes summaries
   apiBase: string | null;
   historyBudget: number | 'auto';
   attachmentBudget: number;
@@ -40,7 +40,7 @@ export function serverSettings(config: ConfigReader): ServerSettings {
     chatModel: optionalString(config.get('chatModel')),
     summaryModels: Array.isArray(models)
       ? models.filter((m): m is string => typeof m === 'string' && m.trim() !== '')
-      : [],
+      : null,
     apiBase: optionalString(config.get('apiBase')),
     historyBudget:
       typeof budget === 'number' ? budget : budget === undefined || budget === 'auto' ? 'auto'

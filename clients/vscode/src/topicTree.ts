@@ -8,7 +8,7 @@ import type { ListTopicsResult, Message, Topic } from './protocol';
 /** Where a topic stands in the next request for the current thread (listTopics {threadId}). */
 export type Placement =
   | { kind: 'sent'; mode: string; tokens: number; rank: number }
-  | { kind: 'noRoom' }
+  | { kind: 'noRoom'; takenBy?: string[] }  // titles of expanded or pinned topics sent instead
   | { kind: 'dropped' }
   | { kind: 'notSent' }   // live, but nothing of it in the render (e.g. nothing to show yet)
   | { kind: 'unknown' };  // a server older than listTopics' `rendered`
@@ -25,12 +25,15 @@ export function placements(result: ListTopicsResult): Map<number, Placement> {
   const known = Array.isArray((result as Partial<ListTopicsResult>).rendered);
   const sent = new Map(known ? result.rendered.map((t, rank) => [t.id, { ...t, rank }]) : []);
   const noRoom = new Set(known ? result.omittedTopics : []);
+  const takenBy = result.topics.filter((t) => (sent.get(t.id)?.mode === 'expanded' || t.pinned) &&
+    sent.has(t.id)).map((t) => t.title);
   for (const topic of result.topics) {
     const r = sent.get(topic.id);
     out.set(topic.id, topic.dropped ? { kind: 'dropped' }
       : !known ? { kind: 'unknown' }
         : r ? { kind: 'sent', mode: r.mode, tokens: r.tokens, rank: r.rank }
-          : noRoom.has(topic.id) ? { kind: 'noRoom' } : { kind: 'notSent' });
+          : noRoom.has(topic.id) ? (takenBy.length ? { kind: 'noRoom', takenBy } : { kind: 'noRoom' })
+            : { kind: 'notSent' });
   }
   return out;
 }
@@ -97,7 +100,10 @@ export function placementText(placement: Placement): string {
   switch (placement.kind) {
     case 'sent': return `In the next request (#${placement.rank + 1}): ${modeMeaning(placement.mode)}, ` +
       `${placement.tokens} tokens.`;
-    case 'noRoom': return 'Not sent: no room left in the history budget for it.';
+    case 'noRoom': return 'Not sent: no room left in the history budget for it.' + (placement.takenBy?.length
+      ? ` ${placement.takenBy.map((t) => `"${t}"`).join(', ')} (expanded or pinned) take${placement.takenBy.length === 1 ? 's' : ''} ` +
+        'most of the room: collapse or unpin to send this topic again.'
+      : '');
     case 'dropped': return 'Dropped: left out of every request until restored.';
     case 'notSent': return 'Not in the next request: nothing of it to send yet.';
     case 'unknown': return 'This server does not say whether it is in the next request.';
@@ -196,6 +202,11 @@ export class TopicTreeProvider implements vscode.TreeDataProvider<Node>, vscode.
 
   get snapshot(): ListTopicsResult | undefined {
     return this.last;
+  }
+
+  /** The thread whose next request the tree describes. */
+  currentThread(): string {
+    return this.thread();
   }
 
   get error(): string | undefined {

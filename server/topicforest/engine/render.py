@@ -346,9 +346,7 @@ def _topic_block(
     size = window.forest.size(root)
     pinned = root in window.pinned
     if root in window.expanded:
-        header = f"## Topic {root}: {title}{flags} (expanded: {size} original messages)"
-        originals = _best_members(window, qvec, window.forest.members(root), space - count(header))
-        return _join(header, originals, window), ("expanded", tuple(originals))
+        return _expanded_block(window, root, qvec, space, f"## Topic {root}: {title}{flags}")
 
     header = f"## Topic {root}: {title}{flags} ({size} messages)"
     recall_cost = sum(r.tokens for r in recalled)
@@ -374,23 +372,22 @@ def _topic_block(
         shown_summary = (
             fit_summary(window, root, summary_text, int(room * SUMMARY_SHARE)) if summary else ""
         )
-        if shown_summary:
-            parts.append(quote(shown_summary))
+        parts += _quoted(shown_summary)
         left = room - (count(quote(shown_summary)) + 1 if shown_summary else 0)
         chosen = window.select_key_lines(root, left, skip=shown_summary)
         parts += [quote("- " + line.text) for line in chosen]
         ids = sorted({line.message_id for line in chosen})
     elif not dirty and summary:
-        parts.append(quote(fit_summary(window, root, summary_text, room)))
+        parts += _quoted(fit_summary(window, root, summary_text, room))
     elif dirty:
         messages = verbatim
         if fits:
             ids = pending  # everything fits verbatim
-            parts += [quote(summary_text)] if summary else []
+            parts += _quoted(summary_text)
             parts += [quote_message(m) for m in messages]
         elif room >= MIN_SUMMARY_ROOM:  # a live extractive digest of summary + new messages
             digest = _digest(window, root, summary_text or None, messages, title)
-            parts.append(quote(digest.select(room - 2, RENDER_SENTENCE_SHARE)))
+            parts += _quoted(digest.select(room - 2, RENDER_SENTENCE_SHARE))
     body = "\n".join(parts)
     mode: Mode = ("summary+messages" if dirty else "summary") if summary else "messages"
     shown = sorted([*ids, *recalled_ids])
@@ -405,6 +402,13 @@ def _topic_block(
     if pinned:  # pinned topics always appear, cut to what fits
         return truncate("\n".join([header, body]), space - 1, count), (mode, tuple(ids))
     return "", (mode, ())
+
+
+def _quoted(summary: str) -> list[str]:
+    """A summary quoted, without blank lines; nothing at all for a summary cut to nothing (an
+    empty `| ` line tells the model nothing and costs tokens)."""
+    lines = [line for line in summary.splitlines() if line.strip()]
+    return [quote("\n".join(lines))] if lines else []
 
 
 def _quotable(pending: list[int], room: int) -> list[int]:
@@ -548,6 +552,32 @@ def _exchange_lines(
             out.append((message, quoted, cost))
             left -= cost
     return out
+
+
+def _expanded_block(
+    window: RenderSource, root: int, qvec: Counter[str], space: int, head: str
+) -> tuple[str, tuple[Mode, tuple[int, ...]]]:
+    """An expanded topic's originals verbatim: its opening question first, then the most
+    relevant (then newest) of the rest that fit; the header says how many of how many it sends."""
+    members = window.forest.members(root)
+    size = len(members)
+    longest = f"{head} (expanded: {size} of {size} original messages, opening question first)"
+    room = space - window.count(longest)
+    opening = [min(members)] if members else []  # ids grow with time: its first message
+    first = window.log.get_many(opening)
+    if not first or first[0].tokens + 4 > room:
+        opening = []
+    else:
+        room -= first[0].tokens + 4
+    rest = [m for m in members if m not in opening]
+    originals = opening + _best_members(window, qvec, rest, room)
+    if len(originals) == size:
+        said = f"{size} original messages"
+    else:
+        said = f"{len(originals)} of {size} original messages" + (
+            ", opening question first" if opening else ""
+        )
+    return _join(f"{head} (expanded: {said})", originals, window), ("expanded", tuple(originals))
 
 
 def _best_members(

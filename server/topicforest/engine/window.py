@@ -9,7 +9,6 @@ budget into the forest, clustering by code-aware TF-IDF. Summaries are made else
 from __future__ import annotations
 
 import dataclasses
-import heapq
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
@@ -33,7 +32,7 @@ from topicforest.engine.messages import (
 from topicforest.engine.passages import condense
 from topicforest.engine.recall import RecallIndex
 from topicforest.engine.recluster import Refiner, Unit
-from topicforest.engine.render import RenderedContext, sanitize_line
+from topicforest.engine.render import RenderedContext
 from topicforest.engine.render import prepare as prepare_render
 from topicforest.engine.render import render as render_context
 from topicforest.engine.state import Spend, StateDelta, Summary, TopicState, WindowState
@@ -45,6 +44,7 @@ from topicforest.engine.summarize.base import (
     summary_body,
 )
 from topicforest.engine.summarize.extractive import Digest
+from topicforest.engine.titles import Titles
 from topicforest.engine.tokens import TokenCounter, estimate_tokens
 
 LOW_INFORMATION_TERMS = 8  # fewer distinct terms than this: an exchange follows the one before
@@ -53,7 +53,6 @@ CONTINUITY_BONUS = 0.05
 SUMMARY_OVERSIZE = 3  # summaries keep more than a render share; render cuts them to fit
 MAX_JOB_TOKENS = 6000
 SUMMARY_MESSAGE_TOKENS = 400  # a message longer than this is condensed for the summarizer
-MIN_PHRASE_MESSAGES = 2  # a title phrase is said in at least this many messages
 KEY_LINE_CHUNK = 16  # messages read per step while collecting a topic's key lines
 MIN_SUMMARY_TOKENS = 40  # source tokens per summarize call; bigger backlogs take several rounds
 
@@ -128,7 +127,7 @@ class ContextWindow:
         self.expanded: set[int] = set()
         self.pending_terms: dict[int, Counter[str]] = {}  # members no summary covers yet
         self.fallback_summary: str | None = None
-        self._titles: dict[tuple[int, int, int, str], str] = {}
+        self.titles = Titles(self, 4 * self.config.max_topics + 64)
         # per topic: its members no summary covers yet, as last scanned (see `uncovered`)
         self._uncovered: dict[int, Uncovered] = {}
         self.summary_digests: dict[tuple[int, ...], Digest] = {}  # render cuts summaries to fit
@@ -607,67 +606,18 @@ class ContextWindow:
         return [self.topic(r) for r in self.forest.roots()]
 
     def title(self, root: int) -> str:
-        """What a person would call the topic: the title stored with its summary (the summary
-        model's, else the offline one made when the summary was applied), else, before its
-        first summary, its most named files and symbols (files first: what a developer
-        recognises at a glance). Only stored state decides, so every window shows the same."""
-        summary = self.summaries.get(root)
-        key = (
-            root,
-            self.forest.version(root),
-            self.embedder.epoch,
-            summary.text if summary else "",
-        )
-        cached = self._titles.get(key)
-        if cached is None:
-            given = model_title(summary.text) if summary else None
-            cached = self._titles[key] = sanitize_line(given or self._names_title(root))
-            if len(self._titles) > 4 * self.config.max_topics + 64:
-                self._titles = {key: cached}
-        return cached
+        """What a person would call the topic (`titles.py`): only stored state decides, so every
+        window shows the same."""
+        return self.titles.title(root)
 
     def _offline_title(self, job: SummaryJob) -> str:
-        """The phrase of the topic's prose whose words it uses most, with the file or name it
-        is most about ("Rate limit · ratelimit.py"); its named things if it has no prose."""
-        centroid = self.index[job.topic_id]
         phrases: Counter[str] = Counter()
         state = self._key_lines.get(job.topic_id)
         if state is not None:
             phrases.update(state.phrases)
         for message in job.request.messages:
             phrases.update(message_phrases(message.content))
-        phrase = self._best_phrase(phrases, centroid.terms)
-        if not phrase:
-            return self._names_title(job.topic_id)
-        named = [n for n, _ in (centroid.files or centroid.symbols).most_common(1)]  # files first
-        thing = named[0].rsplit("/", 1)[-1] if named else None
-        return f"{phrase.capitalize()} · {thing}" if thing else phrase.capitalize()
-
-    def _names_title(self, root: int) -> str:
-        centroid = self.index[root]
-        named = [n for n, _ in (centroid.files + centroid.symbols).most_common(3)]
-        names = sorted(named, key=lambda n: n not in centroid.files)  # stable: by count within
-        if len(names) < 3:
-            idf = self.embedder.idf
-            top = heapq.nlargest(
-                6, centroid.terms.items(), key=lambda kv: kv[1] * idf.get(kv[0], 0.0)
-            )
-            for term, _ in top:
-                if len(names) < 3 and not any(term in n.lower() for n in names):
-                    names.append(term)
-        return ", ".join(names) or f"topic {root}"
-
-    def _best_phrase(self, phrases: Counter[str], terms: Counter[str]) -> str | None:
-        """The phrase whose words this topic uses most, weighted by how rare they are
-        elsewhere, among those said in more than one message."""
-        idf = self.embedder.idf
-        scored = [
-            (count * sum(terms.get(w, 0) * idf.get(w, 0.0) for w in phrase.split()), phrase)
-            for phrase, count in phrases.items()
-        ]
-        said_again = [item for item in scored if phrases[item[1]] >= MIN_PHRASE_MESSAGES]
-        scored = said_again or scored
-        return max(scored)[1] if scored else None
+        return self.titles.offline(job.topic_id, phrases)
 
     def members(self, topic_id: int) -> list[Message]:
         return self.log.get_many(self.forest.members(self._root(topic_id)))

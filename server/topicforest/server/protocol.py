@@ -307,16 +307,22 @@ METHODS: tuple[Method, ...] = (
     ),
     _topic_method(
         "expandTopic",
-        "Render the topic's original messages verbatim (budget permitting) until collapsed.",
-        result=TOPIC_MESSAGES,
+        "Render the topic's original messages verbatim (budget permitting) until collapsed."
+        " `messages`: the originals the thread's next request carries (its opening question"
+        " first; all of them if they fit); `pushedOut`: topics that request no longer has room"
+        " for.",
+        (THREAD_ID_OPTIONAL,),
+        result={**TOPIC_MESSAGES, "pushedOut": "integer[]"},
     ),
     _topic_method("collapseTopic", "Render the topic as its summary again."),
     _topic_method("dropTopic", "Leave the topic out of every render until restored."),
     _topic_method("restoreTopic", "Bring a dropped topic back into renders."),
     _topic_method(
         "pinTopic",
-        "Always render the topic (first), or unpin it with pinned=false.",
-        (Param("pinned", "boolean", default=True, doc="false unpins"),),
+        "Always render the topic (first), or unpin it with pinned=false. `pushedOut`: topics the"
+        " thread's next request no longer has room for.",
+        (Param("pinned", "boolean", default=True, doc="false unpins"), THREAD_ID_OPTIONAL),
+        result={**TOPIC_RESULT, "pushedOut": "integer[]"},
     ),
     Method(
         PREFIX + "searchTopics",

@@ -158,15 +158,20 @@ class PreviewTopicResult(TypedDict):
 
 @dataclass(frozen=True, slots=True)
 class ExpandTopicParams:
-    """Render the topic's original messages verbatim (budget permitting) until collapsed."""
+    """Render the topic's original messages verbatim (budget permitting) until collapsed.
+    `messages`: the originals the thread's next request carries (its opening question first; all
+    of them if they fit); `pushedOut`: topics that request no longer has room for.
+    """
 
     workspace_uri: str | None
     topic_id: int
+    thread_id: str | None
 
 
 class ExpandTopicResult(TypedDict):
     topic: Topic
     messages: list[Message]
+    pushedOut: list[int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,15 +212,19 @@ class RestoreTopicResult(TypedDict):
 
 @dataclass(frozen=True, slots=True)
 class PinTopicParams:
-    """Always render the topic (first), or unpin it with pinned=false."""
+    """Always render the topic (first), or unpin it with pinned=false. `pushedOut`: topics the
+    thread's next request no longer has room for.
+    """
 
     workspace_uri: str | None
     topic_id: int
     pinned: bool
+    thread_id: str | None
 
 
 class PinTopicResult(TypedDict):
     topic: Topic
+    pushedOut: list[int]
 
 
 @dataclass(frozen=True, slots=True)

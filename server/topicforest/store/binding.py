@@ -2,8 +2,11 @@
 
 `StoreBinding` opens the workspace's store and its window, and runs two background tasks:
 the watcher (another window committed → reload → tell our client) and the upkeep loop (poll the
-maintenance lease; when held, flush threads idle for `idle_seconds`). `close` flushes this
-process's threads into the forest so a new window sees them as topics, then lets the lease go.
+maintenance lease; when held, flush threads idle for `idle_seconds`). `close` lets the lease
+go. It leaves this process's threads' hot zones as they are: flushing them at exit reshaped the
+tree (new topics, new summaries and titles) with no new message, so a restart showed a different
+tree; a thread left alone moves into the forest once it has been idle for `idle_seconds`, as it
+would have had the window stayed open.
 """
 
 from __future__ import annotations
@@ -114,18 +117,11 @@ class StoreBinding:
     def history(self, thread_id: str, limit: int | None = None) -> list[Message]:
         return self.store.thread_history(thread_id, limit)
 
-    async def close(self, own_threads: list[str]) -> None:
-        """Flush this window's threads into the forest, stop the tasks, release the lease."""
+    async def close(self) -> None:
+        """Stop the tasks, release the lease (hot zones stay: see the module's doc)."""
         self._stop.set()
         for task in self._tasks:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        try:
-            for thread in own_threads:
-                if thread in self.window.hot:
-                    self.window.flush_thread(thread)
-        except StoreError as exc:
-            log.warning("could not flush threads on close: %s", exc)
-        finally:
-            self.store.close()
+        self.store.close()

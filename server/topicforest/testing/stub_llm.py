@@ -117,6 +117,8 @@ class StubConfig:
     # Topic Forest summaries open with a "Title: ..." line, as the prompt asks a real model to
     # (off by default: the evaluation's summarizer stays the plain lead summary).
     titles: bool = False
+    # Summary replies used in order instead of the computed one (a model replying badly)
+    summary_replies: deque[str] = field(default_factory=deque)
 
 
 class StubLLM:
@@ -288,7 +290,8 @@ class StubLLM:
             mode = self.config.summary_mode
             if EXTRACTIVE_MODEL_MARK in model:
                 mode = "extractive"
-            reply = self._summary(messages, mode, aider=aider)
+            replies = self.config.summary_replies
+            reply = replies.popleft() if replies else self._summary(messages, mode, aider=aider)
         else:
             reply = self._chat(messages)
         if isinstance(max_tokens, int) and max_tokens > 0:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from topicforest.attachments import Attachment, AttachmentLog, AttachmentRef
 from topicforest.engine import ContextWindow, Message, TopicView
@@ -35,6 +36,15 @@ from topicforest.workspace.turn import ChatOutcome, ChatTurns
 from topicforest.workspace.upkeep import RECLUSTER_SLICE_SECONDS, Upkeep
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Reshaped:
+    """A topic after an expand or pin, with what it did to the thread's next request."""
+
+    topic: TopicView
+    sent: list[Message]  # of an expanded topic: the originals that request carries
+    pushed_out: list[int]  # topics that request carried before and has no room for now
 
 
 class WorkspaceMemory:
@@ -169,13 +179,28 @@ class WorkspaceMemory:
         self.kick()  # a restored topic may be dirty again
         return self._changed("restored", topic_id)
 
-    def pin(self, topic_id: int, pinned: bool = True) -> TopicView:
+    def pin(self, topic_id: int, pinned: bool = True, thread_id: str | None = None) -> Reshaped:
+        before = self._sent(thread_id)
         self.window.pin(topic_id, pinned)
-        return self._changed("pinned" if pinned else "unpinned", topic_id)
+        topic = self._changed("pinned" if pinned else "unpinned", topic_id)
+        return self._reshaped(topic, thread_id, before)
 
-    def expand(self, topic_id: int) -> tuple[TopicView, list[Message]]:
-        messages = self.window.expand(topic_id)
-        return self._changed("expanded", topic_id), messages
+    def expand(self, topic_id: int, thread_id: str | None = None) -> Reshaped:
+        """Expand the topic; what the thread's next request carries of it (its opening question
+        first) and the topics that request no longer has room for."""
+        before = self._sent(thread_id)
+        self.window.expand(topic_id)
+        return self._reshaped(self._changed("expanded", topic_id), thread_id, before)
+
+    def _sent(self, thread_id: str | None) -> set[int]:
+        return {t.id for t in self.next_render(thread_id).topics}
+
+    def _reshaped(self, topic: TopicView, thread_id: str | None, before: set[int]) -> Reshaped:
+        after = self.next_render(thread_id)
+        now = {t.id: t for t in after.topics}
+        ids = now[topic.id].message_ids if topic.id in now and topic.expanded else ()
+        pushed = sorted(t for t in before - now.keys() if t != topic.id)
+        return Reshaped(topic, self.window.log.get_many(ids), pushed)
 
     def collapse(self, topic_id: int) -> TopicView:
         self.window.collapse(topic_id)

@@ -68,7 +68,7 @@ class Models:
 
 
 def cascade(settings: Settings) -> Summarizer:
-    models = [WorkerSummarizer(m, settings.api_base) for m in settings.summary_models]
+    models = [WorkerSummarizer(m, settings.api_base) for m in settings.summarizers]
     return CascadeSummarizer([*models, OffLoopExtractive()], offline_floor=False)
 
 

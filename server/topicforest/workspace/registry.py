@@ -81,7 +81,7 @@ class Workspaces:
 
     async def reopen(self) -> list[WorkspaceMemory]:
         """The settings that choose a workspace's memory (`storePath`, `storeUrl`, `user`)
-        changed: close every memory (flushing its threads into the old one) and open it again
+        changed: close every memory (its threads' hot zones stay in the old one) and open it again
         with them. Returns the reopened memories."""
         reopened = []
         for key, memory in list(self.memories.items()):

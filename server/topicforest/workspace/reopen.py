@@ -83,7 +83,7 @@ class Reopen:
                 log.exception("reopening the memory store of %s failed", self.key)
                 return
             if self._stop.is_set():  # closed while connecting
-                await binding.close([])
+                await binding.close()
                 return
             self.due = False
             self.opened(binding)

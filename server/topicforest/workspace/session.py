@@ -47,7 +47,7 @@ class StoreSession(Protocol):
 
     @property
     def own_threads(self) -> list[str]:
-        """Threads this process wrote to (flushed into the forest at close)."""
+        """Threads this process wrote to."""
 
     def note(self, message: Message) -> None:
         """`message` was appended by this process."""
@@ -219,7 +219,7 @@ class StoredSession:
         self.binding.start(on_external, on_lease, quiet)
 
     async def close(self) -> None:
-        await self.binding.close(self.own_threads)
+        await self.binding.close()
 
     def refresh(self) -> bool:
         return self.binding.store.refresh()

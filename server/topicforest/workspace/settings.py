@@ -31,7 +31,9 @@ def _model(_: object, attribute: attrs.Attribute[Any], value: str | None) -> Non
         raise ValueError(f"{attribute.name} must be a non-empty model string")
 
 
-def _models(_: object, attribute: attrs.Attribute[Any], value: tuple[str, ...]) -> None:
+def _models(_: object, attribute: attrs.Attribute[Any], value: tuple[str, ...] | None) -> None:
+    if value is None:  # unset: the chat model summarizes (see `Settings.summarizers`)
+        return
     if len(value) > 10 or any(not (0 < len(m.strip()) <= 200) for m in value):
         raise ValueError("must be a list of at most 10 non-empty model strings")
 
@@ -98,7 +100,8 @@ def _first_byte(_: object, attribute: attrs.Attribute[Any], value: float) -> Non
 @attrs.frozen
 class Settings:
     chat_model: str | None = attrs.field(default=None, validator=_model)
-    summary_models: tuple[str, ...] = attrs.field(default=(), validator=_models)
+    # None (unset): the chat model writes summaries and titles; () keeps them offline
+    summary_models: tuple[str, ...] | None = attrs.field(default=None, validator=_models)
     api_base: str | None = attrs.field(default=None, validator=_api_base)
     history_budget: int | Literal["auto"] = attrs.field(default="auto", validator=_budget)
     merge_threshold: float = attrs.field(default=0.15, validator=_threshold)
@@ -109,6 +112,14 @@ class Settings:
     chat_first_byte_timeout: float = attrs.field(default=30.0, validator=_first_byte)
     # tokens a chat turn's attachments may take, besides the history budget
     attachment_budget: int = attrs.field(default=4096, validator=_attachment_budget)
+
+    @property
+    def summarizers(self) -> tuple[str, ...]:
+        """The models that write topic summaries (and their titles), in order: `summaryModels`
+        when set (`[]`: none, the offline summarizer), else the chat model, if there is one."""
+        if self.summary_models is not None:
+            return self.summary_models
+        return (self.chat_model,) if self.chat_model else ()
 
 
 attrs.resolve_types(Settings)
@@ -147,7 +158,9 @@ def _strict_converter() -> cattrs.Converter:
             raise TypeError("expected a list of strings")
         return tuple(value)
 
-    converter.register_structure_hook_func(lambda t: t == tuple[str, ...], sequence)
+    converter.register_structure_hook_func(
+        lambda t: t in (tuple[str, ...], tuple[str, ...] | None), sequence
+    )
 
     def budget(value: Any, _: Any) -> int | str:
         if value == "auto" or (isinstance(value, int) and not isinstance(value, bool)):

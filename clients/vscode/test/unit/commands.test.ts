@@ -27,9 +27,9 @@ describe('topic commands', () => {
   for (const [command, method, params] of [
     ['topicForest.dropTopic', 'topicForest/dropTopic', { topicId: 42 }],
     ['topicForest.restoreTopic', 'topicForest/restoreTopic', { topicId: 42 }],
-    ['topicForest.pinTopic', 'topicForest/pinTopic', { topicId: 42, pinned: true }],
-    ['topicForest.unpinTopic', 'topicForest/pinTopic', { topicId: 42, pinned: false }],
-    ['topicForest.expandTopic', 'topicForest/expandTopic', { topicId: 42 }],
+    ['topicForest.pinTopic', 'topicForest/pinTopic', { topicId: 42, threadId: 'thread', pinned: true }],
+    ['topicForest.unpinTopic', 'topicForest/pinTopic', { topicId: 42, threadId: 'thread', pinned: false }],
+    ['topicForest.expandTopic', 'topicForest/expandTopic', { topicId: 42, threadId: 'thread' }],
     ['topicForest.collapseTopic', 'topicForest/collapseTopic', { topicId: 42 }],
   ] as const) {
     it(`${command} sends ${method} ${JSON.stringify(params)} and refreshes the tree`, async () => {
@@ -66,14 +66,34 @@ describe('topic commands', () => {
     expect(vscode.window.showInformationMessage).toHaveBeenCalledWith(expect.stringContaining('no summary yet'));
   });
 
-  it('preview opens a read-only topicforest-preview document', async () => {
+  it('preview opens a read-only topicforest-preview document named by its title', async () => {
     setup();
     await registeredCommands.get('topicForest.previewTopic')?.(node);
     const uri = mocked(vscode.workspace.openTextDocument).mock.calls[0]?.[0] as unknown as vscode.Uri;
     expect(uri.scheme).toBe('topicforest-preview');
     expect(uri.query).toBe('id=42');
-    expect(uri.path).toMatch(/^\/Topic 42 - .*\.md$/);
+    expect(uri.path).toBe(`/${node.topic.title.replace(/[^\w .-]+/g, ' ').replace(/\s+/g, ' ').trim()}.md`);
+    expect(uri.path).not.toContain('Topic 42');
     expect(vscode.window.showTextDocument).toHaveBeenCalled();
+  });
+
+  it('an expand that does not fit whole, or pushes topics out, says so', async () => {
+    const topic = makeTopic({ id: 42, title: 'Parser errors', expanded: true, messageCount: 18 });
+    const other = makeTopic({ id: 7, title: 'Rate limit' });
+    const { tree } = setup((method) => method === 'topicForest/listTopics'
+      ? { topics: [topic, other], budget: 1024, used: 10, threadId: 'thread', rendered: [], omittedTopics: [] }
+      : { topic, messages: new Array(11).fill({}), pushedOut: [7] });
+    await tree.getChildren();
+    await registeredCommands.get('topicForest.expandTopic')?.(node);
+    expect(vscode.window.showInformationMessage).toHaveBeenCalledWith(
+      'The next request carries 11 of the 18 original messages of "Parser errors" (its opening question ' +
+      'first): no room for more. No room left in the next request for "Rate limit".');
+  });
+
+  it('an expand that fits whole and pushes nothing out says nothing', async () => {
+    setup(() => ({ topic: makeTopic({ expanded: true, messageCount: 2 }), messages: [{}, {}], pushedOut: [] }));
+    await registeredCommands.get('topicForest.expandTopic')?.(node);
+    expect(vscode.window.showInformationMessage).not.toHaveBeenCalled();
   });
 
   it('a message row opens the same preview tab as the menu\'s Preview (one topic, one tab)', async () => {
@@ -89,12 +109,12 @@ describe('topic commands', () => {
     await registeredCommands.get('topicForest.previewTopic')?.({ kind: 'topic', topic, placement: { kind: 'noRoom' } });
     expect(opened()).toHaveLength(2);
     expect(opened()[0]).toBe(opened()[1]);
-    expect(opened()[0]).toContain('Topic 42 - Parser errors.md');
+    expect(opened()[0]).toContain('/Parser errors.md');
   });
 
   it('an open preview is reused even after its topic was retitled', async () => {
     setup();
-    const open = { uri: vscode.Uri.from({ scheme: 'topicforest-preview', path: '/Topic 42 - Old title.md', query: 'id=42' }) };
+    const open = { uri: vscode.Uri.from({ scheme: 'topicforest-preview', path: '/Old title.md', query: 'id=42' }) };
     fakeWorkspace.textDocuments.push(open);
     try {
       await registeredCommands.get('topicForest.previewTopic')?.(node);

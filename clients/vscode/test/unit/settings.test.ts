@@ -8,11 +8,15 @@ const reader = (values: Record<string, unknown>) => ({
 });
 
 describe('settings mapping', () => {
-  it('defaults: no model, offline summaries, auto budget', () => {
+  it('defaults: no model, summaries by the chat model (none: offline), auto budget', () => {
     expect(serverSettings(reader({}))).toEqual({
-      chatModel: null, summaryModels: [], apiBase: null, historyBudget: 'auto', attachmentBudget: 4096,
+      chatModel: null, summaryModels: null, apiBase: null, historyBudget: 'auto', attachmentBudget: 4096,
       mergeThreshold: 0.15, maxTopics: 12, storePath: null, storeUrl: null, user: null,
     });
+  });
+
+  it('an empty summaryModels is sent as such: summaries stay offline', () => {
+    expect(serverSettings(reader({ summaryModels: [] })).summaryModels).toEqual([]);
   });
 
   it('passes set values, trims strings, drops empty models', () => {

@@ -4,7 +4,8 @@ import { fn } from 'jest-mock';
 import { MarkdownString, ThemeIcon, TreeItemCollapsibleState } from 'vscode';
 import type { ListTopicsResult } from '../../src/protocol';
 import {
-  budgetDescription, displayPath, messageItem, type Placement, placements, ROW_CHARS, topicContextValue,
+  budgetDescription, displayPath, messageItem, type Placement, placements, placementText, ROW_CHARS,
+  topicContextValue,
   topicDescription, topicItem, TopicTreeProvider,
 } from '../../src/topicTree';
 import { FakeConnection, makeTopic } from './fakes';
@@ -132,7 +133,16 @@ describe('placements: where each topic stands in the next request', () => {
     expect(placed.get(2)).toEqual({ kind: 'sent', mode: 'expanded', tokens: 700, rank: 0 });
     expect(placed.get(1)).toEqual({ kind: 'sent', mode: 'summary', tokens: 90, rank: 1 });
     expect(placed.get(3)).toEqual({ kind: 'dropped' });
-    expect(placed.get(4)).toEqual({ kind: 'noRoom' });
+    expect(placed.get(4)).toEqual({ kind: 'noRoom', takenBy: [makeTopic({ id: 2 }).title] });
+  });
+
+  it('a topic with no room says which expanded or pinned topics took it', () => {
+    const placed = placements(result({}));
+    const noRoom = placed.get(4);
+    expect(noRoom && placementText(noRoom)).toContain('(expanded or pinned) takes most of the room');
+    const plain = placements(result({ rendered: [{ id: 1, mode: 'summary', tokens: 90 }] })).get(4);
+    expect(plain).toEqual({ kind: 'noRoom' });
+    expect(plain && placementText(plain)).toBe('Not sent: no room left in the history budget for it.');
   });
 
   it('a live topic in neither list is not sent; a server that does not say gives no marks', () => {

@@ -48,6 +48,23 @@ def model_title(summary: str) -> str | None:
     return " ".join(words[:MAX_TITLE_WORDS]) or None
 
 
+_TITLE_LINE = re.compile(r"^[#>*_\s]*title[*_\s]*[:\-–—][*_\s]*(.*?)[*_\s]*$", re.IGNORECASE)
+
+
+def split_title(reply: str) -> tuple[str | None, str]:
+    """A model's reply as (title, summary): the title line found wherever a model tends to put
+    it (first or last line, in bold or as a heading: `**Title:** Rate limiting`), at most six
+    words, quotes and markdown taken off; the rest is the summary."""
+    lines = [line for line in reply.strip().splitlines()]
+    for position in (0, len(lines) - 1) if lines else ():
+        match = _TITLE_LINE.match(lines[position])
+        if match:
+            words = match.group(1).strip().strip("*_`\"'“”").split()
+            body = "\n".join(lines[:position] + lines[position + 1 :]).strip()
+            return " ".join(words[:MAX_TITLE_WORDS]) or None, body
+    return None, reply.strip()
+
+
 def summary_body(summary: str) -> str:
     """The summary without the title line a model may have put first."""
     return summary.partition("\n")[2].lstrip() if model_title(summary) else summary

@@ -1,10 +1,14 @@
 """The offline summarizer: no network, deterministic, keeps the facts code conversations hinge on.
 
-It picks the most information-dense sentences (those naming files, identifiers, versions, numbers,
-flags, settings, URLs) within the target size, keeps them in conversation order, then lists named
-things not yet covered: first the one each sentence names first, newest sentence first, then the
-second of each, so a small cut still touches the whole text. Fenced code is never copied as a
-block; only its lines that name things survive.
+A summary a person reads (`Digest.summary`) is short first-person sentences in conversation order:
+a lead saying what the topic is about, the most information-dense sentences (those naming files,
+identifiers, versions, numbers, flags, settings, URLs), then the sentences that name what is not
+covered yet, cheapest per new name first. Code is never pasted: a block's names are said in one
+sentence ("You showed app/db.py with `pool_size=20` and `QueuePool`.").
+
+A render's cut (`Digest.select`, what the model receives when a summary must shrink to its share)
+is denser: sentences, then every named thing not yet covered, first the one each sentence names
+first, newest sentence first, then the second of each, so a small cut still touches the whole text.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collections.abc import Sequence
 from topicforest.engine.embedding import is_file_path, is_symbol
 from topicforest.engine.messages import Message
 from topicforest.engine.summarize.base import SummaryRequest, SummaryResult
+from topicforest.engine.summarize.readable import looks_like_code, readable
 from topicforest.engine.tokens import estimate_tokens
 
 CACHED_TEXT = 600  # characters: longer sentences are rare and not worth keeping around
@@ -80,20 +85,31 @@ def _lead_names(names: Sequence[str], count: int = 3) -> list[str]:
 
 
 def _sentences(text: str) -> list[str]:
-    out: list[str] = []
+    return [sentence for sentence, _ in _units(text)]
+
+
+def _units(text: str) -> list[tuple[str, int]]:
+    """Sentences of prose and the lines of code that name something, each with its block: -1
+    for prose, else the number of the code block it belongs to (a fenced block, or a run of
+    lines that read as code)."""
+    out: list[tuple[str, int]] = []
     in_fence = False
+    block = 0
     for line in text.splitlines():
         stripped = line.strip()
         if stripped.startswith("```"):
             in_fence = not in_fence
+            block += 1
             continue
         if not stripped:
             continue
-        if in_fence:
+        if in_fence or looks_like_code(stripped):
             if entities(stripped):
-                out.append(stripped.strip("` "))
+                out.append((stripped.strip("` "), block))
             continue
-        out.extend(s.strip() for s in _SENTENCE_END.split(stripped.lstrip("#>*- ")) if s.strip())
+        block += 1
+        parts = _SENTENCE_END.split(stripped.lstrip("#>*- "))
+        out.extend((part.strip(), -1) for part in parts if part.strip())
     return out
 
 
@@ -114,13 +130,15 @@ class Digest:
         found: list[Sequence[str]] = []  # what each sentence names
         mentions: list[Sequence[str]] = []  # the same, and each name an earlier summary listed
         seen: set[str] = set()  # a line said twice (a code line quoted again) says nothing new
+        self.sources: list[tuple[int, int]] = []  # per unit: (message, code block or -1)
 
-        def add(speaker: str, sentence: str) -> None:
+        def add(speaker: str, sentence: str, source: tuple[int, int] = (-1, -1)) -> None:
             if sentence not in seen:
                 seen.add(sentence)
                 units.append((speaker, sentence))
                 found.append(entities(sentence))
                 mentions.append(found[-1])
+                self.sources.append(source)
 
         earlier = _sentences(previous_summary or "")
         for sentence in earlier:  # our own lists of names: each name a mention of its own, and
@@ -129,10 +147,10 @@ class Digest:
         for sentence in earlier:
             if not sentence.startswith((ALSO, LEAD)):  # the lead is written anew below
                 add("", sentence)
-        for message in messages:
+        for number, message in enumerate(messages):
             speaker = "I said" if message.role == "user" else "You said"
-            for sentence in _sentences(message.content):
-                add(speaker, sentence)
+            for sentence, block in _units(message.content):
+                add(speaker, sentence, (number, block))
         n = len(units)
         scored = []
         for position, ((_, sentence), ents) in enumerate(zip(units, found, strict=True)):
@@ -148,17 +166,23 @@ class Digest:
         self.entity_costs = [estimate_tokens(e) + 1 for e in self.entities]
         self.names = [e for ms in mentions for e in ms]
         self.first_seen = {e: i for i, e in enumerate(dict.fromkeys(self.names))}
+        self.found = found
 
     @functools.cached_property
     def lead(self) -> str:
-        """What the topic is about, for a summary shown on its own (a render's cut has none)."""
-        names = self.names
-        return f"{LEAD} {', '.join(_lead_names(names))}." if names else f"{LEAD} this."
+        """What the topic is about, for a summary shown on its own (a render's cut has none):
+        its two most named things, in a sentence."""
+        names: list[str] = []
+        for name in _lead_names(self.names, 4):  # not `fonts/a.ttf` after `static/fonts/a.ttf`
+            if len(names) < 2 and not any(name in n or n in name for n in names):
+                names.append(name)
+        return f"{LEAD} {' and '.join(names)}." if names else f"{LEAD} this."
 
-    def summary(self, target_tokens: int, sentence_share: float = SENTENCE_SHARE) -> str:
-        """First person, as the user: a lead naming the topic, then `select`'s text."""
-        body = self.select(target_tokens - estimate_tokens(self.lead), sentence_share)
-        return f"{self.lead} {body}" if body else self.lead
+    def summary(self, target_tokens: int) -> str:
+        """What a person reads: first person, as the user, in short sentences: the lead, the
+        densest sentences, then those naming what is not covered yet (a code block's names in a
+        sentence of their own), in conversation order. Never a list of names, never code."""
+        return " ".join([self.lead, *readable(self, target_tokens - estimate_tokens(self.lead))])
 
     def select(self, target_tokens: int, sentence_share: float = SENTENCE_SHARE) -> str:
         """Half the room for the densest sentences, then every named thing not yet covered,
@@ -233,7 +257,8 @@ class ExtractiveSummarizer:
 
 
 def _fallback(request: SummaryRequest) -> str:
-    """Messages with no sentence to pick (only code, say): their first line."""
-    for message in request.messages:
-        return f"{LEAD} " + message.content.strip().splitlines()[0][: request.target_tokens * 3]
-    return request.previous_summary or f"{LEAD} nothing yet."
+    """Messages with nothing to pick (nothing named, no sentence): what they were, not their
+    text (it may be code)."""
+    if request.previous_summary:
+        return request.previous_summary
+    return f"{LEAD} this." if request.messages else f"{LEAD} nothing yet."

@@ -5,7 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from topicforest.engine.llm import load_litellm, provider_kwargs
-from topicforest.engine.summarize.base import SUMMARIZE_PROMPT, SummaryRequest, SummaryResult
+from topicforest.engine.summarize.base import (
+    SUMMARIZE_PROMPT,
+    TITLE_PREFIX,
+    SummaryRequest,
+    SummaryResult,
+    split_title,
+)
+from topicforest.engine.summarize.readable import looks_like_code
+from topicforest.engine.tokens import estimate_tokens
+
+OVERSIZE = 2  # a reply this many times its max_tokens (estimated) ignored the limit
 
 
 class LiteLLMSummarizer:
@@ -32,16 +42,28 @@ class LiteLLMSummarizer:
             max_tokens=max(64, request.target_tokens * 2),
             **kwargs,
         )
-        text = (response.choices[0].message.content or "").strip()
-        if not text:
-            raise ValueError(f"{self.model} returned an empty summary")
+        title, body = split_title(strip_fences(str(response.choices[0].message.content or "")))
+        title = sanitize_title(title or "") or None
+        # A reply that is no summary moves the cascade on to the next summarizer (at last the
+        # offline one): nothing, no words, only code, or far more than was asked for.
+        lines = [line for line in body.splitlines() if line.strip()]
+        if not any(c.isalpha() for c in body) or all(looks_like_code(line) for line in lines):
+            raise ValueError(f"{self.model} returned no summary")
+        if estimate_tokens(body) > OVERSIZE * max(64, request.target_tokens * 2):
+            raise ValueError(f"{self.model} returned {estimate_tokens(body)} tokens of summary")
+        text = f"{TITLE_PREFIX} {title}\n{body}" if title else body
         usage = getattr(response, "usage", None)
         return SummaryResult(
-            text=strip_fences(text),
+            text=text,
             model=self.model,
             input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
             output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
         )
+
+
+def sanitize_title(title: str) -> str:
+    """One printable line (it is stored as the summary's first line)."""
+    return " ".join("".join(c if c.isprintable() else " " for c in title).split())
 
 
 def strip_fences(text: str) -> str:

@@ -103,7 +103,7 @@ def apply_settings(ls: TopicForestServer, raw: Any) -> list[str]:
 def warm(ls: TopicForestServer) -> None:
     """Start litellm's worker process and learn the chat model's window, if a model is set."""
     settings = ls.settings
-    if not settings.chat_model and not settings.summary_models:
+    if not settings.chat_model and not settings.summarizers:
         return
 
     async def run() -> None:

@@ -39,8 +39,12 @@ def preview_topic(ls: Host, p: wire.PreviewTopicParams) -> wire.PreviewTopicResu
 
 def expand_topic(ls: Host, p: wire.ExpandTopicParams) -> wire.ExpandTopicResult:
     memory = ls.workspaces.resolve(p.workspace_uri)
-    topic, messages = memory.expand(p.topic_id)
-    return {"topic": topic_json(topic), "messages": messages_json(memory.attached(messages))}
+    change = memory.expand(p.topic_id, p.thread_id)
+    return {
+        "topic": topic_json(change.topic),
+        "messages": messages_json(memory.attached(change.sent)),
+        "pushedOut": change.pushed_out,
+    }
 
 
 def collapse_topic(ls: Host, p: wire.CollapseTopicParams) -> wire.CollapseTopicResult:
@@ -56,8 +60,8 @@ def restore_topic(ls: Host, p: wire.RestoreTopicParams) -> wire.RestoreTopicResu
 
 
 def pin_topic(ls: Host, p: wire.PinTopicParams) -> wire.PinTopicResult:
-    memory = ls.workspaces.resolve(p.workspace_uri)
-    return {"topic": topic_json(memory.pin(p.topic_id, p.pinned))}
+    change = ls.workspaces.resolve(p.workspace_uri).pin(p.topic_id, p.pinned, p.thread_id)
+    return {"topic": topic_json(change.topic), "pushedOut": change.pushed_out}
 
 
 def search_topics(ls: Host, p: wire.SearchTopicsParams) -> wire.SearchTopicsResult:

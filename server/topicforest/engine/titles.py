@@ -1,0 +1,157 @@
+"""What a person would call a topic: a few words that name its subject, unique among live topics.
+
+A title is stored with its summary (the summary model's `Title:` line, else the offline one
+written when the summary is applied: the two-word phrase of the topic's prose whose words it
+uses most, with the file or name it is most about: "Rate limit · ratelimit.py"), so every
+window shows the same one. Before its first summary, or with no prose, a topic is titled by the
+files and names it mentions most. A title is never numbers alone ("85, 84, 0.00"); two live
+topics with the same title are told apart by what each names that the other does not.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections import Counter
+from collections.abc import Mapping
+from typing import Protocol
+
+from topicforest.engine.centroids import CentroidIndex
+from topicforest.engine.embedding import Embedder
+from topicforest.engine.forest import Forest
+from topicforest.engine.render import sanitize_line
+from topicforest.engine.state import Summary
+from topicforest.engine.summarize.base import model_title
+
+MIN_PHRASE_MESSAGES = 2  # a title phrase is said in at least this many messages
+NAMES = 2  # files or names in a title made of names
+_TOKEN = re.compile(r"[\s,;·()]+")
+UNITS = frozenset("ms us ns kb mb gb tb kib mib gib tib px pt em rem hz khz mhz ghz".split())
+
+
+class TitleSource(Protocol):
+    @property
+    def index(self) -> CentroidIndex: ...
+    @property
+    def embedder(self) -> Embedder: ...
+    @property
+    def forest(self) -> Forest: ...
+    @property
+    def summaries(self) -> Mapping[int, Summary]: ...
+
+
+def names_something(title: str) -> bool:
+    """A title says something: a word with two letters or more that is not a number or a unit
+    (`0.00`, `85, 84`, `15m`, `v0.17.8` and `2.25 GiB` are numbers alone; `s3.rs` is not)."""
+    for token in _TOKEN.split(title):
+        letters = "".join(c for c in token if c.isalpha()).lower()
+        if len(letters) >= 2 and letters not in UNITS:
+            return True
+    return False
+
+
+class Titles:
+    """Each topic's title, remembered until its topic, summary or vocabulary epoch changes."""
+
+    def __init__(self, source: TitleSource, limit: int) -> None:
+        self.source = source
+        self.limit = limit  # titles remembered at most
+        self._stored: dict[tuple[int, int, int, str], str] = {}
+
+    def title(self, root: int) -> str:
+        """The topic's title, told apart from any other live topic's with the same one."""
+        forest = self.source.forest
+        base = self.stored(root)
+        twins = [r for r in forest.live_roots() if self.stored(r).lower() == base.lower()]
+        if len(twins) < 2 or root not in twins:
+            return base
+        return self._told_apart(sorted(twins), base)[root]
+
+    def stored(self, root: int) -> str:
+        """The title stored with the topic's summary, else (before its first summary, or a
+        stored title that names nothing) the one its named things make."""
+        summary = self.source.summaries.get(root)
+        key = (
+            root,
+            self.source.forest.version(root),
+            self.source.embedder.epoch,
+            summary.text if summary else "",
+        )
+        cached = self._stored.get(key)
+        if cached is None:
+            given = model_title(summary.text) if summary else None
+            if given is not None and not names_something(given):
+                given = None
+            cached = self._stored[key] = sanitize_line(given or self.of_names(root))
+            if len(self._stored) > self.limit:
+                self._stored = {key: cached}
+        return cached
+
+    def offline(self, root: int, phrases: Counter[str]) -> str:
+        """The phrase of the topic's prose whose words it uses most, with the file or name it
+        is most about ("Rate limit · ratelimit.py"); its named things if it has no prose."""
+        centroid = self.source.index[root]
+        phrase = self.best_phrase(phrases, centroid.terms)
+        if not phrase:
+            return self.of_names(root)
+        named = [_short(n) for n, _ in (centroid.files or centroid.symbols).most_common(3)]
+        thing = next((n for n in named if names_something(n)), None)  # files first
+        return f"{phrase.capitalize()} · {thing}" if thing else phrase.capitalize()
+
+    def of_names(self, root: int) -> str:
+        """The files and names the topic mentions most (files first: what a developer
+        recognises at a glance), else its rarest words; never numbers alone."""
+        centroid = self.source.index[root]
+        ranked = (centroid.files + centroid.symbols).most_common(2 * NAMES + 2)
+        named = [n for n, _ in ranked if names_something(_short(n))][:NAMES]
+        ordered = sorted(named, key=lambda n: n not in centroid.files)  # stable: by count within
+        names = list(dict.fromkeys(_short(n) for n in ordered))
+        if len(names) < NAMES:
+            idf = self.source.embedder.idf
+            top = heapq.nlargest(
+                8, centroid.terms.items(), key=lambda kv: kv[1] * idf.get(kv[0], 0.0)
+            )
+            for term, _ in top:
+                taken = any(term in n.lower() for n in names)
+                if len(names) < NAMES and names_something(term) and not taken:
+                    names.append(term)
+        return " · ".join(names) or f"Topic {root}"
+
+    def best_phrase(self, phrases: Counter[str], terms: Counter[str]) -> str | None:
+        """The phrase whose words this topic uses most, weighted by how rare they are
+        elsewhere, among those said in more than one message."""
+        idf = self.source.embedder.idf
+        scored = [
+            (count * sum(terms.get(w, 0) * idf.get(w, 0.0) for w in phrase.split()), phrase)
+            for phrase, count in phrases.items()
+        ]
+        said_again = [item for item in scored if phrases[item[1]] >= MIN_PHRASE_MESSAGES]
+        scored = said_again or scored
+        return max(scored)[1] if scored else None
+
+    def _told_apart(self, twins: list[int], base: str) -> dict[int, str]:
+        """Each of the topics sharing `base`, with the file or name it mentions most that the
+        others do not; numbered in id order where that does not tell them apart."""
+        index = self.source.index
+        named = {
+            r: [_short(n) for n, _ in (index[r].files + index[r].symbols).most_common(8)]
+            for r in twins
+        }
+        apart: dict[int, str] = {}
+        for root in twins:
+            others = {n for r in twins if r != root for n in named[r][: NAMES + 1]}
+            own = (
+                n
+                for n in named[root]
+                if n not in others and n.lower() not in base.lower() and names_something(n)
+            )
+            mark = next(own, None)
+            apart[root] = f"{base} ({mark})" if mark else base
+        if len(set(apart.values())) < len(twins):
+            apart = {r: f"{base} ({n})" for n, r in enumerate(twins, 1)}
+        return apart
+
+
+def _short(name: str) -> str:
+    """A file by its name (`ratelimit.py`, not `app/middleware/ratelimit.py`)."""
+    return name.rstrip("/").rsplit("/", 1)[-1] or name

@@ -1,0 +1,69 @@
+"""What makes a summary unreadable: a comma-separated keyword dump, or a pasted line of code.
+
+Test helpers, applied to every summary a replay produces. A sentence may name code (in backticks
+or bare: `app/db.py`, `QueuePool`, `pool_size=20`) as long as it is a sentence: a person's words
+around the names, not a list of names or a line lifted out of a code block.
+"""
+
+from __future__ import annotations
+
+import re
+
+# A "name": one token with no spaces, in backticks or bare (a path, an identifier, a number).
+_ITEM = r"(?:`[^`\n]{1,80}`|[^\s,`]{1,80})"
+# Five or more names in a row separated only by commas ("MinIO, 4.5.4, src/cli.rs, ArgAction,
+# --jobs"): a person lists a few things in a sentence, a keyword dump lists everything.
+_RUN = re.compile(rf"(?<![\w`]){_ITEM}(?:,\s+(?:and\s+|or\s+)?{_ITEM}){{4,}}")
+_LABELS = re.compile(r"\b(?:Also mentioned|Keywords|Names|Mentioned)\s*:", re.IGNORECASE)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])")
+_SPEAKER = re.compile(r"^(?:I said|You said|I asked|I asked you|You answered|You suggested)\s*:\s*")
+_WORD = re.compile(r"(?<![\w./:=@$-])[A-Za-z][a-z]+(?:'[a-z]+)?(?![\w(/=:.-]*[\w(/=])")
+_KEYWORD_START = re.compile(
+    r"^(?:let|const|var|fn|def|pub|func|return|import|from|class|struct|impl|use|#include|#\[|"
+    r"@\w+|\$ |>>>|SELECT|INSERT|UPDATE|CREATE|ALTER|await|async|if|for|while|match)\b"
+)
+_CODE_LINE = re.compile(
+    r"^(?://|#\s*[\w./-]+\.\w+$|--\s|\d\d:\d\d:\d\d|[\w.\"'-]*[_.\"][\w.\"'-]*:\s*\S*$|[\w.\"'-]+,$|\"[\w.-]+\":)"
+)
+_CODE_MARKS = re.compile(r"[;{}]\s*$|=>|->|::|\w\(|\)\s*[;{?]|^\s*[})\]]|\s=\s|\[\s*\d|\|\|")
+
+
+def keyword_dump(text: str) -> str | None:
+    """The first list of names in `text`, if any (a label such as "Also mentioned:", or five
+    or more names separated only by commas)."""
+    label = _LABELS.search(text)
+    if label:
+        return text[label.start() : label.start() + 80]
+    run = _RUN.search(text)
+    return run.group(0) if run else None
+
+
+def code_line(text: str) -> str | None:
+    """The first sentence of `text` that is a line of code rather than a sentence about it."""
+    for sentence in sentences(text):
+        if is_code(sentence):
+            return sentence
+    return None
+
+
+def sentences(text: str) -> list[str]:
+    out = []
+    for line in text.splitlines():
+        for sentence in _SENTENCE.split(line.strip()):
+            sentence = sentence.strip()
+            while (match := _SPEAKER.match(sentence)) is not None:
+                sentence = sentence[match.end() :]
+            if sentence:
+                out.append(sentence)
+    return out
+
+
+def is_code(sentence: str) -> bool:
+    """Code: what is left once inline `code` spans are taken out has hardly a word of prose and
+    shows code's punctuation, or starts as code does (`let x = …`, `def f(`, `$ cargo …`)."""
+    prose = re.sub(r"`[^`]*`", " ", sentence)
+    words = _WORD.findall(prose)
+    if (_KEYWORD_START.match(sentence) or _CODE_LINE.match(sentence)) and len(words) < 6:
+        return True
+    marks = len(_CODE_MARKS.findall(prose))
+    return marks > 0 and len(words) < 3 + 2 * marks

@@ -1,0 +1,30 @@
+"""`excerpt`: the passages of a recalled message that answer a query."""
+
+from __future__ import annotations
+
+from topicforest.engine.passages import excerpt
+from topicforest.engine.tokens import estimate_tokens
+
+REPLY = (
+    "Good catch. The retry loop never resets its backoff after a success, so once three "
+    "requests fail in a row every later request waits the whole window before it tries again "
+    "and the worker pool slowly starves."
+)
+
+
+def test_a_message_that_fits_whole_comes_back_whole() -> None:
+    # The reported case: a 48-token message, 49 tokens of room, and only its opener came back.
+    room = estimate_tokens(REPLY) + 1
+    assert excerpt(REPLY, {"catch": 1.0}, room, estimate_tokens) == REPLY
+
+
+def test_an_excerpt_never_stops_at_an_opener_when_the_next_sentence_fits() -> None:
+    text = REPLY + " " + " ".join(["Unrelated closing words about lunch and the weather."] * 4)
+    room = estimate_tokens(REPLY) + 1  # the opener and its sentence fit, not the whole message
+    got = excerpt(text, {"catch": 1.0}, room, estimate_tokens)
+    assert got.startswith("Good catch. The retry loop never resets its backoff"), got
+    assert estimate_tokens(got) <= room
+
+
+def test_no_match_still_means_no_excerpt() -> None:
+    assert excerpt(REPLY, {"kubernetes": 1.0}, 500, estimate_tokens) == ""
