@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from importlib.metadata import version
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,7 +21,6 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from topicforest import __version__
 from topicforest.mcp import tools
 from topicforest.mcp.tools import Answer, MemoryTools, Refused
 from topicforest.workspace.memory import WorkspaceMemory
@@ -42,6 +42,7 @@ READ_ONLY = ToolAnnotations(
 Query = Annotated[
     str,
     Field(
+        strict=True,
         min_length=1,
         max_length=tools.MAX_QUERY_CHARS,
         description="What to look for: a question, file names, identifiers, error text",
@@ -103,7 +104,7 @@ def build(folder: Path, settings: Settings) -> MCPServer[Any]:
         "topicforest",
         title="Topic Forest memory",
         instructions=INSTRUCTIONS,
-        version=__version__,
+        version=version("topicforest"),
         lifespan=lifespan,
         log_level="WARNING",
     )
@@ -111,7 +112,7 @@ def build(folder: Path, settings: Settings) -> MCPServer[Any]:
     @server.tool(annotations=READ_ONLY)
     async def list_topics(
         limit: Annotated[
-            int, Field(ge=1, le=tools.MAX_LIST, description="How many topics at most")
+            int, Field(strict=True, ge=1, le=tools.MAX_LIST, description="How many topics at most")
         ] = 50,
     ) -> CallToolResult:
         """The workspace's remembered topics, pinned first, then newest: id, title, message
@@ -122,7 +123,8 @@ def build(folder: Path, settings: Settings) -> MCPServer[Any]:
     async def search_topics(
         query: Query,
         limit: Annotated[
-            int, Field(ge=1, le=tools.MAX_SEARCH, description="How many topics at most")
+            int,
+            Field(strict=True, ge=1, le=tools.MAX_SEARCH, description="How many topics at most"),
         ] = 5,
     ) -> CallToolResult:
         """The topics most relevant to a query, best first, each with why: the files and
@@ -131,10 +133,15 @@ def build(folder: Path, settings: Settings) -> MCPServer[Any]:
 
     @server.tool(annotations=READ_ONLY)
     async def read_topic(
-        id: Annotated[int, Field(ge=0, description="A topic id from list_topics or search")],
-        offset: Annotated[int, Field(ge=0, description="The first message to show (0-based)")] = 0,
+        id: Annotated[
+            int, Field(strict=True, ge=0, description="A topic id from list_topics or search")
+        ],
+        offset: Annotated[
+            int, Field(strict=True, ge=0, description="The first message to show (0-based)")
+        ] = 0,
         limit: Annotated[
-            int, Field(ge=1, le=tools.MAX_PAGE, description="How many messages at most")
+            int,
+            Field(strict=True, ge=1, le=tools.MAX_PAGE, description="How many messages at most"),
         ] = 20,
     ) -> CallToolResult:
         """A topic's summary and its original messages, a page at a time (next_offset says
@@ -147,6 +154,7 @@ def build(folder: Path, settings: Settings) -> MCPServer[Any]:
         max_tokens: Annotated[
             int,
             Field(
+                strict=True,
                 ge=tools.MIN_RECALL_TOKENS,
                 le=tools.MAX_RECALL_TOKENS,
                 description="The most tokens the recalled memory may take",
