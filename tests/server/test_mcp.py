@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import subprocess
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -286,3 +288,69 @@ async def test_a_workspace_without_a_memory_says_so(tmp_path: Path) -> None:
         result = await client.call_tool("list_topics", {})
     assert result.is_error and "no memory stored" in text(result)
     assert not (tmp_path / ".store").exists()  # nothing was created
+
+
+def team_dump(url: str) -> tuple[str, int]:
+    """Every row of every team memory in the database, hashed, and how many tables."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        tables = conn.execute(
+            "SELECT table_schema, table_name FROM information_schema.tables"
+            " WHERE table_schema LIKE 'topicforest_%' ORDER BY 1, 2"
+        ).fetchall()
+        digest = hashlib.sha256()
+        for schema, table in tables:
+            rows = conn.execute(
+                f'SELECT t::text FROM "{schema}"."{table}" t ORDER BY 1'  # our own names
+            ).fetchall()
+            digest.update(f"{schema}.{table}:{rows}".encode())
+    return digest.hexdigest(), len(tables)
+
+
+def advisory_leases(url: str) -> int:
+    import psycopg
+
+    from topicforest.store.postgres import LEASE_LOCK
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = %s",
+            (LEASE_LOCK,),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+async def test_a_team_memory_is_served_read_only(tmp_path: Path, postgres: Any) -> None:
+    folder = tmp_path / "clone"
+    folder.mkdir()
+    for args in (["init", "-q"], ["remote", "add", "origin", "git@github.com:example/shop.git"]):
+        subprocess.run(["git", "-C", str(folder), *args], check=True, capture_output=True)
+    url = postgres.create_database(f"mcp_{uuid.uuid4().hex[:12]}")
+    with ThreadedStubLLM(chunks=2) as stub:
+        editor = StdioClient(env=SERVER_ENV)
+        options = {"storeUrl": url, "user": "alice", "historyBudget": 512}
+        editor.initialize(
+            [folder], options | {"chatModel": "openai/stub", "apiBase": stub.base_url}
+        )
+        turns = SAMPLE[:20] + PLANTED
+        stub.script(*[text for role, text in turns if role == "assistant"])
+        try:
+            chat(editor, turns)
+            settled(editor)
+            expected = {t["id"] for t in editor_topics(editor)}
+        finally:
+            editor.close()
+    before, tables = team_dump(url)
+    assert tables > 0
+    async with agent(folder, "--store-url", url, "--user", "bob") as client:
+        listed = data(await call(client, "list_topics", limit=200))
+        searched = data(await call(client, "search_topics", query=QUESTION))
+        recalled = await call(client, "recall", query=QUESTION, max_tokens=2000)
+        for topic in listed["topics"]:
+            await call(client, "read_topic", id=topic["id"], limit=50)
+        assert advisory_leases(url) == 0  # the MCP server, running, takes no lease
+    assert expected <= {t["id"] for t in listed["topics"]}  # closing flushed its threads too
+    assert any(FACT in p["text"] for r in searched["results"][:1] for p in r["passages"])
+    assert FACT in text(recalled)
+    assert team_dump(url) == (before, tables)
