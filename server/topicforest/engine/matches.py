@@ -39,12 +39,11 @@ def named(name: str, terms: set[str]) -> bool:
     """Whether the query's `terms` name `name` (a path or an identifier): whole, by its file
     name, by that name without its extension, or by all of its parts (`UserTable` by "user
     table")."""
-    whole = name.lower()
-    base = posixpath.basename(whole.replace("\\", "/"))
+    base = posixpath.basename(name.replace("\\", "/"))
     stem_name = base.rsplit(".", 1)[0] if "." in base else base
-    if terms & {whole, base, stem_name}:
+    if terms & {name.lower(), base.lower(), stem_name.lower()}:
         return True
-    parts = set(extract_terms(stem_name)) - {stem_name}
+    parts = set(extract_terms(stem_name)) - {stem_name.lower()}  # the case tells the parts
     return len(parts) > 1 and parts <= terms
 
 
