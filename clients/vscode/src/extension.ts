@@ -63,7 +63,7 @@ export function activate(context: vscode.ExtensionContext): void {
   });
 
   context.subscriptions.push(
-    log, server, tree, view, status, chat, editors, mcp, mcp.register(),
+    log, server, tree, view, status, chat, editors, mcp, mcp.register((message) => log.warn(message)),
     vscode.window.registerWebviewViewProvider('topicForest.chat', new ChatViewProvider(
       context.extensionUri, chat), { webviewOptions: { retainContextWhenHidden: true } }),
     vscode.workspace.registerTextDocumentContentProvider(PREVIEW_SCHEME, preview),

@@ -51,10 +51,17 @@ export class McpServerOffer implements McpProvider, vscode.Disposable {
   constructor(private readonly version: string | undefined, private readonly api = vscodeMcpApi(),
     private readonly exec: Exec = execProgram) {}
 
-  /** Offers the server to VS Code; nothing where the API is missing (VS Code 1.100). */
-  register(): vscode.Disposable {
+  /** Offers the server to VS Code. package.json contributes the provider under both names the
+   *  API has had (`modelContextServerCollections` in 1.100, `mcpServerDefinitionProviders` from
+   *  1.101); where the API is missing or refuses, nothing is offered and the rest works on. */
+  register(warn: (message: string) => void): vscode.Disposable {
     const register = this.api.lm?.registerMcpServerDefinitionProvider;
-    return register ? register(PROVIDER_ID, this) : new vscode.Disposable(() => undefined);
+    try {
+      if (register) return register(PROVIDER_ID, this);
+    } catch (error) {
+      warn(`the memory's MCP server is not offered to VS Code's agent: ${String(error)}`);
+    }
+    return new vscode.Disposable(() => undefined);
   }
 
   /** The language server was started with `python` (the MCP server runs on the same one). */

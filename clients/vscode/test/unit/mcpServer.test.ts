@@ -37,12 +37,20 @@ describe('the MCP server offered to VS Code', () => {
     clearAllMocks();
   });
 
-  it('registers the provider package.json contributes, and nothing without the API', () => {
-    new McpServerOffer('0.1.0', api).register();
+  it('registers the provider package.json contributes; nothing, and no failure, without the API', () => {
+    const warnings: string[] = [];
+    const warn = (message: string): void => { warnings.push(message); };
+    new McpServerOffer('0.1.0', api).register(warn);
     expect(registered.map((r) => r.id)).toEqual([PROVIDER_ID]);
-    const contributed: { id: string }[] = pkg.contributes.mcpServerDefinitionProviders;
-    expect(contributed.map((p) => p.id)).toEqual([PROVIDER_ID]);
-    expect(() => { new McpServerOffer('0.1.0', {}).register().dispose(); }).not.toThrow();
+    for (const contributed of [pkg.contributes.mcpServerDefinitionProviders,
+      pkg.contributes.modelContextServerCollections] as { id: string }[][]) {
+      expect(contributed.map((p) => p.id)).toEqual([PROVIDER_ID]);
+    }
+    expect(() => { new McpServerOffer('0.1.0', {}).register(warn).dispose(); }).not.toThrow();
+    // a VS Code whose API refuses the provider: activation goes on, the log says why
+    const refusing: McpApi = { lm: { registerMcpServerDefinitionProvider: () => { throw new Error('no'); } } };
+    expect(() => { new McpServerOffer('0.1.0', refusing).register(warn).dispose(); }).not.toThrow();
+    expect(warnings).toEqual([expect.stringContaining('not offered')]);
   });
 
   it('offers nothing until the setting is on and the server has an interpreter', () => {
