@@ -112,12 +112,13 @@ class MemoryTools:
 
     def _live(self, memory: WorkspaceMemory, topic_id: object) -> TopicView:
         """The topic, unless it is unknown or dropped (which is the same here)."""
+        known = _number("id", topic_id, 0, 2**62)
         try:
-            topic = memory.topic(topic_id)  # type: ignore[arg-type]  # checked by the engine
+            topic = memory.topic(known)
         except UnknownTopic:
             topic = None
         if topic is None or topic.dropped:
-            raise Refused(f"there is no topic {topic_id!r} (list_topics shows the topics)")
+            raise Refused(f"there is no topic {known} (list_topics shows the topics)")
         return topic
 
     def list_topics(self, limit: object = 50) -> Answer:
@@ -175,11 +176,11 @@ class MemoryTools:
             lines.append(quote(f"{p.role}, message {p.message_id}, {when(p.timestamp)}: {p.text}"))
         return lines
 
-    def read_topic(self, id: object, offset: object = 0, limit: object = 20) -> Answer:
+    def read_topic(self, topic_id: object, offset: object = 0, limit: object = 20) -> Answer:
         limit = _number("limit", limit, 1, MAX_PAGE)
         offset = _number("offset", offset, 0, 10_000_000)
         memory = self.memory()
-        topic = self._live(memory, id)
+        topic = self._live(memory, topic_id)
         _, messages = memory.preview(topic.id, offset, limit)
         total = topic.message_count
         lines = [*topic_head(topic), QUOTED, "", "Summary:"]
