@@ -23,11 +23,14 @@ LAYERS = {
     "topicforest.store": 1,
     "topicforest.workspace": 2,
     "topicforest.server": 3,
+    # the MCP server: a client layer beside the language server, over the same workspace verbs
+    "topicforest.mcp": 3,
     # tools on top of everything: command line, demo, evaluation, test doubles
     "topicforest": 4,
 }
 LAYER_NAMES = {0: "engine", 1: "store", 2: "workspace", 3: "server", 4: "tools"}
 WIRE_ONLY = ("pygls", "lsprotocol")  # only the server layer may import these
+MCP_SDK = "mcp"  # only topicforest.mcp may import the MCP SDK
 # (module, expression) of private accesses allowed, each with its reason: third-party objects only
 PRIVATE_EXEMPT: dict[tuple[str, str], str] = {}
 
@@ -186,6 +189,33 @@ def test_only_the_server_layer_imports_pygls() -> None:
         if layer(module) < LAYERS["topicforest.server"]
     }
     assert {m: libs for m, libs in below.items() if libs} == {}
+
+
+def in_package(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_the_mcp_layer_stands_beside_the_language_server() -> None:
+    """`topicforest.mcp` and `topicforest.server` are two clients of the workspace layer: neither
+    imports the other; only the first imports the MCP SDK, and it imports no pygls."""
+    edges, _, external = graph(PACKAGE)
+    crossing = [
+        f"{source} imports {target}"
+        for source, targets in edges.items()
+        for target in targets
+        for a, b in (("topicforest.mcp", "topicforest.server"),
+                     ("topicforest.server", "topicforest.mcp"))
+        if in_package(source, a) and in_package(target, b)
+    ]  # fmt: skip
+    assert crossing == []
+    sdk = sorted(
+        m for m in external if MCP_SDK in external[m] and not in_package(m, "topicforest.mcp")
+    )
+    assert sdk == []
+    wire = sorted(
+        m for m in external if in_package(m, "topicforest.mcp") and external[m] & set(WIRE_ONLY)
+    )
+    assert wire == []
 
 
 def test_no_module_uses_another_objects_private_names() -> None:

@@ -12,7 +12,11 @@ from importlib import metadata
 from topicforest import __version__
 
 # Modules exposing `register(subparsers)`; each subparser sets `func(args) -> int`.
-COMMAND_MODULES = ("topicforest.server.commands", "topicforest.store.commands")
+COMMAND_MODULES = (
+    "topicforest.server.commands",
+    "topicforest.store.commands",
+    "topicforest.mcp.commands",
+)
 
 
 def version_text() -> str:

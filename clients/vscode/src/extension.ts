@@ -8,6 +8,7 @@ import { CONTEXT_SCHEME, ContextViewProvider } from './contextView';
 import { findBundle, ManagedEnvironment } from './environment';
 import { PREVIEW_SCHEME, PreviewProvider } from './preview';
 import { languageClientFactory } from './languageClient';
+import { McpServerOffer } from './mcpServer';
 import { modelChoices } from './models';
 import { ServerManager } from './server';
 import { BudgetStatus } from './statusBar';
@@ -19,10 +20,16 @@ let server: ServerManager | undefined;
 export function activate(context: vscode.ExtensionContext): void {
   const log = vscode.window.createOutputChannel('Topic Forest', { log: true });
   const bundle = findBundle(context.extensionPath);
+  const version = (context.extension.packageJSON as { version?: string }).version;
+  const mcp = new McpServerOffer(version); // the memory for VS Code's agent, on the same Python
+  const createClient = languageClientFactory(log);
   server = new ServerManager(log, {
-    create: languageClientFactory(log),
+    create: (launch) => {
+      mcp.launched(launch.python);
+      return createClient(launch);
+    },
     environment: bundle && new ManagedEnvironment(context.globalStorageUri.fsPath, bundle),
-    extensionVersion: (context.extension.packageJSON as { version?: string }).version,
+    extensionVersion: version,
   });
   // the tree and the budget describe the next request of the chat's current thread
   const tree = new TopicTreeProvider(server, () => chat.threadId, log);
@@ -56,7 +63,7 @@ export function activate(context: vscode.ExtensionContext): void {
   });
 
   context.subscriptions.push(
-    log, server, tree, view, status, chat, editors,
+    log, server, tree, view, status, chat, editors, mcp, mcp.register((message) => log.warn(message)),
     vscode.window.registerWebviewViewProvider('topicForest.chat', new ChatViewProvider(
       context.extensionUri, chat), { webviewOptions: { retainContextWhenHidden: true } }),
     vscode.workspace.registerTextDocumentContentProvider(PREVIEW_SCHEME, preview),
@@ -97,6 +104,7 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand('topicForest.configureModel', () =>
       vscode.commands.executeCommand('workbench.action.openSettings', 'topicForest.chatModel')),
     vscode.workspace.onDidChangeConfiguration((event) => {
+      mcp.configurationChanged(event);
       if (event.affectsConfiguration('topicForest.chatModel') ||
         event.affectsConfiguration('topicForest.models')) {
         chat.configurationChanged();

@@ -69,6 +69,8 @@ class Backend(abc.ABC):
 
     dialect: Dialect
     lease: Lease
+    #: opened for reading only: every write transaction is refused (store/readonly.py)
+    readonly: bool = False
     #: the exceptions of this database's driver (the store turns them into StoreError)
     errors: tuple[type[BaseException], ...]
 

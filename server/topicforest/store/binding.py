@@ -21,6 +21,7 @@ from topicforest.engine.config import WindowConfig
 from topicforest.engine.messages import Message
 from topicforest.engine.tokens import TokenCounter, estimate_tokens
 from topicforest.store.errors import StoreError
+from topicforest.store.readonly import open_readonly
 from topicforest.store.store import Store, StoredWindow, ThreadRow
 from topicforest.store.watcher import Quiet, watch_store
 
@@ -55,10 +56,17 @@ class StoreBinding:
         idle_seconds: float = IDLE_FLUSH_SECONDS,
         url: str | None = None,
         user: str | None = None,
+        readonly: bool = False,
     ) -> StoreBinding:
         """Open (or create) the workspace's store (with `url`, its team memory in PostgreSQL);
-        raises StoreError with a clear message."""
-        store = Store.for_workspace(workspace_folder(workspace_uri), store_dir, url=url, user=user)
+        raises StoreError with a clear message. `readonly`: only an existing store, never
+        written, its lease never taken (`store.readonly`)."""
+        folder = workspace_folder(workspace_uri)
+        store = (
+            open_readonly(folder, store_dir, url=url, user=user)
+            if readonly
+            else Store.for_workspace(folder, store_dir, url=url, user=user)
+        )
         try:
             window = store.open_window(config, count=count)
         except BaseException:
@@ -79,13 +87,17 @@ class StoreBinding:
     ) -> None:
         """Start watching (needs a running loop). `on_external`: others changed the memory;
         `on_lease`: this process just became the maintainer, or has upkeep to do; `quiet`:
-        awaited before loading others' commits (see `watch_store`)."""
+        awaited before loading others' commits (see `watch_store`). A read-only store is
+        only watched: it never takes the lease."""
         loop = asyncio.get_running_loop()
         watch = watch_store(self.store, on_external, self._stop, quiet)
-        self._tasks = [
-            loop.create_task(watch, name="store-watch"),
-            loop.create_task(self._upkeep(on_lease), name="store-upkeep"),
-        ]
+        self._tasks = [loop.create_task(watch, name="store-watch")]
+        if not self.readonly:
+            self._tasks.append(loop.create_task(self._upkeep(on_lease), name="store-upkeep"))
+
+    @property
+    def readonly(self) -> bool:
+        return self.store.backend.readonly
 
     async def _upkeep(self, on_lease: Callable[[], None]) -> None:
         lease = self.store.lease

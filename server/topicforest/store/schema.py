@@ -173,10 +173,47 @@ def connect(path: Path, *, max_pages: int | None = None) -> sqlite3.Connection:
     return conn
 
 
-def _check_and_migrate(conn: sqlite3.Connection, path: Path) -> None:
+def connect_readonly(path: Path) -> sqlite3.Connection:
+    """Open the existing store at `path` for reading only (SQLite refuses every write on the
+    connection): nothing is created, tightened, switched or migrated. StoreError if there is no
+    store there, or one this version cannot read as it is."""
+    if not path.is_file():
+        raise StoreError(f"no memory stored at {path}")
+    try:
+        conn = sqlite3.connect(
+            f"{path.resolve().as_uri()}?mode=ro",
+            uri=True,
+            isolation_level=None,
+            check_same_thread=False,
+            timeout=10.0,
+        )
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open the memory database {path}: {exc}") from exc
+    try:
+        version = _check(conn, path)
+        if version != SCHEMA_VERSION:
+            raise StoreError(
+                f"{path} has schema {version}, this Topic Forest reads {SCHEMA_VERSION}: open the "
+                "workspace in the editor once (it upgrades the memory), then try again"
+            )
+        conn.execute("PRAGMA busy_timeout = 10000")
+        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+        if mode != "wal":
+            raise StoreError(f"{path} is not in WAL mode (got {mode}); open it in the editor once")
+    except sqlite3.Error as exc:
+        conn.close()
+        raise StoreError(f"cannot read the memory database {path}: {exc}") from exc
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _check(conn: sqlite3.Connection, path: Path) -> int:
+    """The schema version of our database at `path`; StoreError if it is not ours to open."""
     try:
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         tables = conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0]
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path} is not a Topic Forest memory database ({exc})") from exc
@@ -187,6 +224,11 @@ def _check_and_migrate(conn: sqlite3.Connection, path: Path) -> None:
             f"{path} was written by a newer Topic Forest (schema {version}, this one knows "
             f"{SCHEMA_VERSION}); upgrade Topic Forest to open it"
         )
+    return version
+
+
+def _check_and_migrate(conn: sqlite3.Connection, path: Path) -> None:
+    version = _check(conn, path)
     try:
         conn.execute("PRAGMA busy_timeout = 10000")
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]

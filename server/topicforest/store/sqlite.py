@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from topicforest.store.backend import Backend, Connection, Dialect
 from topicforest.store.errors import StoreError
 from topicforest.store.lease import Lease
-from topicforest.store.schema import connect
+from topicforest.store.schema import connect, connect_readonly
 
 if TYPE_CHECKING:
     import watchfiles
@@ -70,13 +70,22 @@ class SqliteBackend(Backend):
     dialect = SqliteDialect()
     errors = (sqlite3.Error,)
 
-    def __init__(self, path: str | os.PathLike[str], *, max_pages: int | None = None) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, max_pages: int | None = None, readonly: bool = False
+    ) -> None:
+        """`readonly`: an existing store, on a connection SQLite refuses every write on (no
+        checkpoints either: a reader leaves the file as the writers keep it)."""
         self.path = Path(path)
         self.max_pages = max_pages
-        self._conn = connect(self.path, max_pages=max_pages)
-        self._conn.execute("PRAGMA wal_autocheckpoint = 0")  # see Checkpointer
-        self._conn.execute(WAL_LIMIT).fetchall()
-        self.checkpointer = Checkpointer(self.path)
+        self.readonly = readonly
+        self.checkpointer: Checkpointer | None = None
+        if readonly:
+            self._conn = connect_readonly(self.path)
+        else:
+            self._conn = connect(self.path, max_pages=max_pages)
+            self._conn.execute("PRAGMA wal_autocheckpoint = 0")  # see Checkpointer
+            self._conn.execute(WAL_LIMIT).fetchall()
+            self.checkpointer = Checkpointer(self.path)
         self._identity = _identity(self.path)  # the file this connection opened
         self.lease = Lease(self.path.with_name(self.path.name + ".lease"))
         self._data_version = self._pragma("data_version")
@@ -95,10 +104,16 @@ class SqliteBackend(Backend):
         return describe(exc, self.path)
 
     def begin_write(self, *, deferred: bool = False) -> None:  # commits are always deferred
+        self._writable()
         self._conn.execute("BEGIN IMMEDIATE")
 
     def begin_append(self, *, deferred: bool = False) -> None:
+        self._writable()
         self._conn.execute("BEGIN IMMEDIATE")  # one writer at a time; the lock is local and short
+
+    def _writable(self) -> None:
+        if self.readonly:
+            raise StoreError(f"the memory database {self.path} is open read-only here")
 
     def new_message_id(self) -> int:
         conn = self._conn
@@ -138,7 +153,8 @@ class SqliteBackend(Backend):
     def flush(self) -> None:
         with self._fd_lock:
             self._fsync_wal()
-        self.checkpointer.poke()
+        if self.checkpointer is not None:
+            self.checkpointer.poke()
 
     def _fsync_wal(self) -> None:
         try:
@@ -181,7 +197,8 @@ class SqliteBackend(Backend):
         return bool(self._conn.execute("PRAGMA quick_check").fetchone()[0] == "ok")
 
     def close(self) -> None:
-        self.checkpointer.close()
+        if self.checkpointer is not None:
+            self.checkpointer.close()
         with self._fd_lock:
             self.lease.release()
             self._conn.close()

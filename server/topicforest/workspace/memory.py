@@ -9,12 +9,14 @@ the demo, benchmarks and tests drive it directly.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from topicforest.attachments import Attachment, AttachmentLog, AttachmentRef
 from topicforest.engine import ContextWindow, Message, TopicView
+from topicforest.engine.matches import Match, matches
 from topicforest.engine.render import RenderedContext
 from topicforest.engine.summarize.base import Summarizer
 from topicforest.store.binding import StoreBinding, workspace_folder
@@ -57,8 +59,12 @@ class WorkspaceMemory:
         window: ContextWindow | None = None,
         summarizer: Summarizer | None = None,
         persist: bool | None = None,
+        readonly: bool = False,
     ) -> None:
+        """`readonly`: the workspace's existing store, only read (an agent's MCP server): no
+        upkeep, never the maintenance lease, every change refused by the store."""
         self.key = key  # workspace folder URI, or "global"
+        self.readonly = readonly
         self.settings = settings or Settings()
         self.max_input_tokens: int | None = None  # learnt once litellm is warm
         self.folder = workspace_folder(key)  # absolute paths under it are shown relative
@@ -87,6 +93,7 @@ class WorkspaceMemory:
         )
         self.reopen = Reopen(key, self._open_binding, self._reopened, self._refuse)
         self._next: tuple[tuple[int, int, str | None, str | None], RenderedContext] | None = None
+        self._started = False
         self._closed = False
 
     # -- what collaborators hold, for callers ---------------------------------------------
@@ -241,11 +248,28 @@ class WorkspaceMemory:
     def topic(self, topic_id: int) -> TopicView:
         return self.window.topic(topic_id)
 
-    def preview(self, topic_id: int) -> tuple[TopicView, list[Message]]:
-        return self.window.topic(topic_id), self.window.members(topic_id)
+    def preview(
+        self, topic_id: int, offset: int = 0, limit: int | None = None
+    ) -> tuple[TopicView, list[Message]]:
+        """The topic and its messages (`limit` of them from `offset`: a page of a long one)."""
+        topic = self.window.topic(topic_id)
+        if not offset and limit is None:
+            return topic, self.window.members(topic_id)
+        ids = self.window.forest.members(topic.id)
+        page = ids[offset:] if limit is None else ids[offset : offset + limit]
+        return topic, self.window.log.get_many(page)
 
-    def search(self, query: str, limit: int) -> list[tuple[TopicView, float]]:
-        return [(self.window.topic(t), s) for t, s in self.window.search(query, limit)]
+    def search(
+        self, query: str, limit: int, *, live: bool = False
+    ) -> list[tuple[TopicView, float]]:
+        """The topics most similar to `query`, best first (`live`: no dropped topic)."""
+        scored = self.window.search(query, len(self.window.forest.roots()) if live else limit)
+        found = [(self.window.topic(t), s) for t, s in scored]
+        return [(t, s) for t, s in found if not (live and t.dropped)][:limit]
+
+    def matches(self, query: str, topic_ids: Iterable[int]) -> dict[int, Match]:
+        """Why each topic matches `query`: the files and symbols it names, the passages."""
+        return matches(self.window, query, topic_ids)
 
     def render(
         self,
@@ -254,13 +278,22 @@ class WorkspaceMemory:
         thread_id: str | None = None,
         *,
         upto: int | None = None,
+        budget: int | None = None,
     ) -> RenderedContext:
-        return self.window.render(
-            query=query,
-            active_file=active_file or self.active_file,
-            thread_id=self._readable(thread_id),
-            upto=upto,
-        )
+        """What the model would see; `budget`: within that many tokens instead of the history
+        budget (an agent's recall; the window's own budget is back before this returns)."""
+        config = self.window.config
+        if budget is not None:
+            self.window.config = dataclasses.replace(config, history_budget=budget)
+        try:
+            return self.window.render(
+                query=query,
+                active_file=active_file or self.active_file,
+                thread_id=self._readable(thread_id),
+                upto=upto,
+            )
+        finally:
+            self.window.config = config
 
     def _readable(self, thread_id: str | None) -> str | None:
         """`thread_id` if this person may read it, else None: in a team memory another person's
@@ -339,11 +372,14 @@ class WorkspaceMemory:
 
     # -- background upkeep ---------------------------------------------------------------------
     def start(self) -> None:
-        """Open the store if need be and start upkeep (needs a running loop); idempotent."""
+        """Open the store if need be and start upkeep (needs a running loop); idempotent. A
+        read-only memory only watches its store."""
         self.open_store()
-        if not self.upkeep.running and not self._closed:
+        if not self._started and not self._closed:
+            self._started = True
             self._start_session()
-            self.upkeep.start()
+            if not self.readonly:
+                self.upkeep.start()
             self.reopen.start()  # if the store's database was unreachable
 
     def kick(self) -> None:
@@ -389,6 +425,7 @@ class WorkspaceMemory:
             count=self.window.count,
             url=settings.store_url,
             user=settings.user,
+            readonly=self.readonly,
         )
 
     def _refuse(self, exc: StoreError) -> None:

@@ -1,0 +1,101 @@
+// The memory's MCP server offered to VS Code's agent (src/mcpServer.ts).
+import { readFileSync } from 'node:fs';
+import * as os from 'node:os';
+import { afterEach, describe, it } from 'node:test';
+import { expect } from 'expect';
+import * as vscode from 'vscode';
+import pkg from '../../package.json';
+import { MCP_SDK, mcpArgs, type McpApi, McpServerOffer, PROVIDER_ID } from '../../src/mcpServer';
+import type { Exec } from '../../src/python';
+import { clearAllMocks, configuration, Uri, window, workspace } from '../mocks/vscode';
+
+const made: Definition[] = [];
+class Definition {
+  cwd?: vscode.Uri;
+  constructor(readonly label: string, readonly command: string, readonly args: string[] = [],
+    readonly env: Record<string, string | number | null> = {}, readonly version?: string) {
+    made.push(this);
+  }
+}
+
+const registered: { id: string; provider: unknown }[] = [];
+const api: McpApi = {
+  McpStdioServerDefinition: Definition,
+  lm: { registerMcpServerDefinitionProvider: (id, provider) => {
+    registered.push({ id, provider });
+    return new vscode.Disposable(() => undefined);
+  } },
+};
+const exec = (code: number): Exec => () => Promise.resolve({ code, stdout: '', stderr: '' });
+
+describe('the MCP server offered to VS Code', () => {
+  afterEach(() => {
+    configuration.clear();
+    workspace.workspaceFolders = undefined;
+    registered.length = 0;
+    made.length = 0;
+    clearAllMocks();
+  });
+
+  it('registers the provider package.json contributes; nothing, and no failure, without the API', () => {
+    const warnings: string[] = [];
+    const warn = (message: string): void => { warnings.push(message); };
+    new McpServerOffer('0.1.0', api).register(warn);
+    expect(registered.map((r) => r.id)).toEqual([PROVIDER_ID]);
+    for (const contributed of [pkg.contributes.mcpServerDefinitionProviders,
+      pkg.contributes.modelContextServerCollections] as { id: string }[][]) {
+      expect(contributed.map((p) => p.id)).toEqual([PROVIDER_ID]);
+    }
+    expect(() => { new McpServerOffer('0.1.0', {}).register(warn).dispose(); }).not.toThrow();
+    // a VS Code whose API refuses the provider: activation goes on, the log says why
+    const refusing: McpApi = { lm: { registerMcpServerDefinitionProvider: () => { throw new Error('no'); } } };
+    expect(() => { new McpServerOffer('0.1.0', refusing).register(warn).dispose(); }).not.toThrow();
+    expect(warnings).toEqual([expect.stringContaining('not offered')]);
+  });
+
+  it('offers nothing until the setting is on and the server has an interpreter', () => {
+    workspace.workspaceFolders = [{ uri: Uri.file('/ws') }];
+    const offer = new McpServerOffer('0.1.0', api);
+    expect(offer.provideMcpServerDefinitions()).toEqual([]);
+    configuration.set('topicForest.mcpServer', true);
+    expect(offer.provideMcpServerDefinitions()).toEqual([]); // no interpreter yet
+    expect(pkg.contributes.configuration.properties['topicForest.mcpServer'].default).toBe(false);
+  });
+
+  it('runs topicforest mcp on the server\'s interpreter, isolated, outside the workspace', () => {
+    workspace.workspaceFolders = [{ uri: Uri.file('/ws') }];
+    configuration.set('topicForest.mcpServer', true);
+    configuration.set('topicForest.storeUrl', ' postgresql://ann@db:5432/tf ');
+    configuration.set('topicForest.user', 'ann');
+    const offer = new McpServerOffer('0.1.0', api);
+    let changes = 0;
+    offer.onDidChangeMcpServerDefinitions(() => changes++);
+    offer.launched('/env/bin/python');
+    offer.launched('/env/bin/python');
+    expect(changes).toBe(1);
+    expect(offer.provideMcpServerDefinitions()).toHaveLength(1);
+    const definition = made.at(-1);
+    expect(definition).toMatchObject({ command: '/env/bin/python', version: '0.1.0', args: [
+      '-I', '-m', 'topicforest', 'mcp', '--workspace', '/ws', '--store-url', 'postgresql://ann@db:5432/tf',
+      '--user', 'ann'] });
+    expect(definition?.cwd?.fsPath ?? definition?.cwd?.path).toBe(os.tmpdir());
+    expect(mcpArgs({ folder: '/ws', storePath: '/m' })).toEqual(
+      ['-I', '-m', 'topicforest', 'mcp', '--workspace', '/ws', '--store-path', '/m']);
+  });
+
+  it('says how to install the SDK instead of starting a server that cannot run', async () => {
+    const server = new Definition('x', 'y');
+    const missing = new McpServerOffer('0.1.0', api, exec(1));
+    missing.launched('/env/bin/python');
+    expect(await missing.resolveMcpServerDefinition(server)).toBeUndefined();
+    expect(String(window.showWarningMessage.mock.calls[0]?.[0])).toContain(`pip install '${MCP_SDK}'`);
+    const present = new McpServerOffer('0.1.0', api, exec(0));
+    present.launched('/env/bin/python');
+    expect(await present.resolveMcpServerDefinition(server)).toBe(server);
+  });
+
+  it('pins the SDK pyproject.toml\'s mcp extra pins', () => {
+    const pyproject = readFileSync('../../pyproject.toml', 'utf8');
+    expect(/^mcp = \["([^"]+)"\]/m.exec(pyproject)?.[1]).toBe(MCP_SDK);
+  });
+});
