@@ -283,12 +283,19 @@ const TURNS = [
   'and run as a non-root user with uvicorn app.main:app on port 8000?',
 ];
 
+// a real file for a function-only block: Apply must replace default_path and keep everything else
+const CONFIG_RS = 'use std::fs;\nuse std::path::Path;\n\npub struct Config {\n    pub name: String,\n}\n\n' +
+  'impl Config {\n    pub fn load(path: &Path) -> Config {\n        let name = fs::read_to_string(path).unwrap();\n' +
+  '        Config { name }\n    }\n}\n\npub fn default_path() -> &\'static str {\n    "config.toml"\n}\n\n' +
+  'pub fn version() -> u32 {\n    1\n}\n';
+
 async function main() {
   const tStub = Date.now();
   const apiBase = await startStub();
   mark('stubStarted', tStub);
   log(`stub model at ${apiBase}`);
   fs.writeFileSync(path.join(dirs['work/src'], 'lexer.py'), 'def tokenize(text):\n    ...\n');
+  fs.writeFileSync(path.join(dirs['work/src'], 'config.rs'), CONFIG_RS);
   fs.writeFileSync(path.join(dirs['ud/User'], 'settings.json'), JSON.stringify({
     'workbench.startupEditor': 'none', 'workbench.tips.enabled': false, 'telemetry.telemetryLevel': 'off',
     'extensions.autoCheckUpdates': false, 'extensions.autoUpdate': false,
@@ -573,20 +580,23 @@ async function main() {
     // question carries (stub_llm's documented reply to a fenced block); Apply shows the diff,
     // Accept writes the file, Discard leaves it as it is
     const lexer = path.join(dirs['work/src'], 'lexer.py');
-    const proposeAndApply = async (body, choice) => {
+    const proposeAndApply = async (body, choice, file = 'src/lexer.py', fence = `python path=${file}`) => {
       const chat = chatView(page);
       const before = await chat.locator('.msg.assistant:not(.streaming)').count();
-      await sendMessage(page, `Change tokenize in src/lexer.py like this:\n\n\`\`\`python path=src/lexer.py\n${body}\`\`\``);
+      await sendMessage(page, `Change ${file} like this:\n\n\`\`\`${fence}\n${body}\`\`\``);
       const reply = await waitReply(page, before + 1);
-      const block = reply.locator('.code-block:has(.code-label:text-is("src/lexer.py"))');
+      const block = reply.locator(`.code-block:has(.code-label:text-is("${file}"))`);
       await block.first().waitFor({ timeout: 5_000 });
       await block.first().locator('button.apply').click();
-      await page.locator('.tabs-container .tab.active', { hasText: 'proposed by Topic Forest' }).first().waitFor({ timeout: 20_000 });
-      const ask = page.locator('.notifications-toasts .notification-list-item', { hasText: 'Apply the proposed change to src/lexer.py?' });
+      const diffTab = page.locator('.tabs-container .tab', { hasText: 'proposed by Topic Forest' });
+      await diffTab.first().waitFor({ timeout: 20_000 });
+      const ask = page.locator('.notifications-toasts .notification-list-item', { hasText: `Apply the proposed change to ${file}?` });
       await ask.first().waitFor({ timeout: 20_000 });
-      await shot(`07f-apply-${choice.toLowerCase()}`);
+      await shot(`07f-apply-${path.basename(file)}-${choice.toLowerCase()}`);
       await ask.first().getByRole('button', { name: choice, exact: true }).click();
       await ask.first().waitFor({ state: 'detached', timeout: 10_000 });
+      // decided: the diff tab closes
+      await diffTab.first().waitFor({ state: 'detached', timeout: 10_000 });
     };
     const onDisk = () => fs.readFileSync(lexer, 'utf8');
     const applyCodeBlock = async () => {
@@ -602,6 +612,15 @@ async function main() {
       const dirty = await page.locator('.tabs-container .tab.dirty', { hasText: 'lexer.py' }).count();
       if (dirty) throw new Error('Discard left src/lexer.py edited (unsaved) in its editor');
       log('Apply + Discard left src/lexer.py as it was');
+      // a function-only block, named by its first-line comment, into a real file: the rest stays
+      const config = path.join(dirs['work/src'], 'config.rs');
+      const block = '// src/config.rs\npub fn default_path() -> &\'static str {\n    "settings.toml"\n}\n';
+      await proposeAndApply(block, 'Accept', 'src/config.rs', 'rust');
+      const merged = CONFIG_RS.replace('"config.toml"', '"settings.toml"');
+      await waitFor('src/config.rs to have the merged function and the rest intact',
+        async () => fs.readFileSync(config, 'utf8') === merged, 10_000)
+        .catch((error) => { throw new Error(`${error.message}: it has ${JSON.stringify(fs.readFileSync(config, 'utf8'))}`); });
+      log('Apply of a function-only block replaced default_path in src/config.rs and kept the rest');
     };
 
     // ------------------------------------------------------------ drop, restore, preview

@@ -2,7 +2,7 @@
 // HTML, no images, highlight.js, DOMPurify); everything else is set as text. The CSP allows only
 // our nonce'd script; every handler is attached here, none inline.
 import type { Chip, ErrorButton, FromWebview, MentionItem, ToWebview } from '../src/chatMessages';
-import { blockTarget } from '../src/codeTarget';
+import { codeTarget } from '../src/codeTarget';
 import type { Message } from '../src/protocol';
 import { isSafeUrl, renderMarkdown } from './markdown';
 
@@ -73,7 +73,7 @@ function decorateCodeBlocks(root: HTMLElement): void {
     const code = block.querySelector('code')?.textContent ?? '';
     const info = block.dataset.info ?? '';
     const before = block.previousElementSibling?.textContent ?? '';
-    const target = blockTarget(info, before);
+    const target = codeTarget(info, before, code);
     const header = document.createElement('div');
     header.className = 'code-header';
     const label = document.createElement('span');
@@ -88,7 +88,7 @@ function decorateCodeBlocks(root: HTMLElement): void {
     actions.append(copy,
       button('Insert', () => post({ type: 'insert', code }), 'insert', 'Insert at Cursor'),
       button('Apply', () => post({ type: 'apply', code, ...(target ? { path: target } : {}) }), 'apply',
-        `Apply to ${target ?? 'the active editor\'s file'} (shows a diff first)`));
+        `Apply to ${target ?? 'a file you pick'} (shows the change first)`));
     header.append(label, actions);
     block.prepend(header);
   }

@@ -298,7 +298,8 @@ function contrastOf(selector: string): Promise<number> {
 
 const CODE_REPLY = 'Change the loop.\n\nIn `src/app.py`:\n\n```python\nfor m in re.finditer(p, s):\n' +
   '    print(m)  # a comment long enough to need the whole width of a narrow sidebar\n```\n\n' +
-  '```ts path=web/x.ts\nconst a = 1;\n```';
+  '```ts path=web/x.ts\nconst a = 1;\n```\n\nAnd:\n\n```rust\n// src/cli.rs\nfn main() {}\n```\n\n' +
+  '```python ../x.py\nx = 1\n```';
 
 describe('chat webview page: code, retry, attachments, keyboard', () => {
   beforeEach(async () => {
@@ -343,6 +344,12 @@ describe('chat webview page: code, retry, attachments, keyboard', () => {
     expect(sent.find((m) => m.type === 'apply')).toEqual({ type: 'apply', code, path: 'src/app.py' });
     await page.locator('.code-block').nth(1).getByRole('button', { name: 'Apply', exact: true }).click();
     expect((await posted()).at(-1)).toEqual({ type: 'apply', code: 'const a = 1;\n', path: 'web/x.ts' });
+    // a first-line comment names the file; a refused path is still named (the extension refuses it)
+    await page.locator('.code-block').nth(2).getByRole('button', { name: 'Apply', exact: true }).click();
+    expect((await posted()).at(-1)).toEqual({ type: 'apply', code: '// src/cli.rs\nfn main() {}\n', path: 'src/cli.rs' });
+    await page.locator('.code-block').nth(3).getByRole('button', { name: 'Apply', exact: true }).click();
+    expect((await posted()).at(-1)).toEqual({ type: 'apply', code: 'x = 1\n', path: '../x.py' });
+    expect(await page.locator('.code-block').nth(3).locator('.code-label').textContent()).toBe('../x.py');
     await page.screenshot({ path: join(ARTIFACTS, 'webview-chat-300px.png') });
   });
 
