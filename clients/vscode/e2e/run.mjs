@@ -305,7 +305,8 @@ async function main() {
     'topicForest.chatModel': 'openai/stub',
     'topicForest.summaryModels': ['openai/stub'], 'topicForest.apiBase': apiBase,
     'topicForest.historyBudget': 1024,
-    'topicForest.models': ['openai/stub', 'openai/stub-two'], // the chat's model picker
+    // the chat's model picker; "slow" waits 10 s before its first byte (stub_llm), to stop before it
+    'topicForest.models': ['openai/stub', 'openai/stub-two', 'openai/stub-slow'],
   }, null, 2));
   const tInstall = Date.now();
   installVsix();
@@ -574,6 +575,20 @@ async function main() {
       await sendMessage(page, 'And what would the other model say?');
       await waitReply(page, before + 1);
       log(`model picker: ${await model.inputValue()} of ${JSON.stringify(await model.locator('option').allInnerTexts())}`);
+      // Escape before the first token: the turn stays, marked, with Retry
+      await model.selectOption('openai/stub-slow');
+      const stoppedBefore = await chat.locator('.msg.assistant.cancelled').count();
+      await sendMessage(page, 'A question stopped before its answer begins');
+      await chat.locator('.msg.assistant.streaming').first().waitFor({ timeout: 10_000 });
+      await chat.locator('#input').press('Escape');
+      const early = chat.locator('.msg.assistant.cancelled').nth(stoppedBefore);
+      await early.locator('.note', { hasText: 'Stopped before the reply began.' }).waitFor({ timeout: 20_000 });
+      await early.getByRole('button', { name: 'Retry', exact: true }).waitFor({ timeout: 5_000 });
+      const asked = await chat.locator('.msg.user').last().innerText();
+      if (!asked.includes('A question stopped before its answer begins')) throw new Error(`the stopped question is gone: ${asked}`);
+      await shot('07g-stopped-before-first-token');
+      log('Escape before the first token kept the turn, marked Stopped, with Retry');
+      await model.selectOption('openai/stub-two');
     };
 
     // an applied code block: asked to change src/lexer.py, the stub model proposes the block the

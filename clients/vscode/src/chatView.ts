@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import * as vscode from 'vscode';
 import { chipOf, PendingAttachments } from './attachments';
 import { chatHtml, makeNonce } from './chatHtml';
-import type { Chip, FromWebview, ToWebview } from './chatMessages';
+import { type Chip, type FromWebview, STOPPED_EMPTY, type ToWebview } from './chatMessages';
 import type { CodeBlockActions } from './codeBlocks';
 import { ERROR_ACTION_COMMANDS } from './commands';
 import type { Connection } from './connection';
@@ -405,11 +405,11 @@ export class ChatController implements vscode.Disposable, ThreadHost {
       if (result.cancelled && !cancel.token.isCancellationRequested) {
         this.lost(turn, result.reply); // the server stopped the turn itself (it is shutting down)
       } else {
-        this.post({ type: 'turnEnd', turnId, reply: result.reply, cancelled: result.cancelled });
+        this.ended(turn, result.reply, result.cancelled);
       }
     } catch (error) {
       if (cancel.token.isCancellationRequested && isCancellation(error)) {
-        this.post({ type: 'turnEnd', turnId, reply: '', cancelled: true });
+        this.ended(turn, turn.parts.join(''), true);
       } else if (isConnectionLost(error)) {
         this.lost(turn, turn.parts.join(''));
       } else {
@@ -424,6 +424,15 @@ export class ChatController implements vscode.Disposable, ThreadHost {
         void this.loadHistory();
       }
     }
+  }
+
+  /** A stop before the first token stores no reply: the turn is kept here (as a reply the server
+   *  died under is) so that a history load shows it again, marked, with Retry. */
+  private ended(turn: Turn, reply: string, cancelled: boolean): void {
+    if (cancelled && !reply) {
+      this.interrupted = { asked: turn.asked, partial: '', reason: STOPPED_EMPTY };
+    }
+    this.post({ type: 'turnEnd', turnId: turn.turnId, reply, cancelled });
   }
 
   /** The server went away under a turn: nothing arrived -> it waits and goes out again when the

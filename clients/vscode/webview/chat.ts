@@ -1,7 +1,7 @@
 // The chat page inside the webview. Model output goes through markdown.ts (markdown-it, no raw
 // HTML, no images, highlight.js, DOMPurify); everything else is set as text. The CSP allows only
 // our nonce'd script; every handler is attached here, none inline.
-import type { Chip, ErrorButton, FromWebview, MentionItem, ToWebview } from '../src/chatMessages';
+import { type Chip, type ErrorButton, type FromWebview, type MentionItem, STOPPED_EMPTY, type ToWebview } from '../src/chatMessages';
 import { codeTarget } from '../src/codeTarget';
 import type { Message } from '../src/protocol';
 import { isSafeUrl, renderMarkdown } from './markdown';
@@ -191,9 +191,9 @@ function showMessage(m: Message): void {
   if (m.cancelled) markStopped(element);
 }
 
-function markStopped(element: HTMLElement): void {
+function markStopped(element: HTMLElement, text = 'Stopped'): void {
   element.classList.add('cancelled');
-  addNote(element, 'Stopped');
+  addNote(element, text);
 }
 
 function addNote(element: HTMLElement, text: string, className = 'note'): HTMLElement {
@@ -250,14 +250,15 @@ function endTurn(turnId: string, reply: string | undefined, cancelled: boolean):
   turn = undefined;
   setBusy(false);
   t.element.classList.remove('streaming');
-  if (!text) {
+  if (!text && !cancelled) {
     t.element.remove();
     updateWelcome();
     return undefined;
   }
   rawText.set(t.element, text);
   renderInto(t.body, text);
-  if (cancelled) markStopped(t.element);
+  // stopped before its first token: the turn stays, marked, with Retry (on the last reply)
+  if (cancelled) markStopped(t.element, text ? 'Stopped' : STOPPED_EMPTY);
   updateRetry();
   scrollToEnd();
   return t.element;

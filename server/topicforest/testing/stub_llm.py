@@ -17,6 +17,9 @@ openai provider insists on some API key: pass `api_key=STUB_API_KEY` or put `stu
   holds a fenced code block, the reply proposes that block back instead (the first one, verbatim,
   its fence line included, so a `path=...` on it still names the file): what a model asked to
   change code answers with, for tests of a reply's code block (Apply to File, say).
+- A model name containing "slow" (e.g. `openai/stub-slow`) waits `slow_seconds` (10 s; the
+  process's `--slow-seconds`) before a chat reply's first byte: for tests of a stop before the
+  first token.
 - Latency per call and per chunk, fault injection per call (HTTP status, hang, malformed JSON,
   broken SSE, a stream that ends early but cleanly) and a request log with token counts for
   assertions and cost accounting.
@@ -64,6 +67,7 @@ _HEADERS = {"# USER": "user", "# ASSISTANT": "assistant", "# EARLIER SUMMARY": "
 # The first line of aider's summarize prompt (aider/prompts.py `summarize`, aider-chat 0.86.2).
 AIDER_SUMMARIZE_PROMPT = "*Briefly* summarize this partial conversation about programming."
 EXTRACTIVE_MODEL_MARK = "extractive"  # in a model name: the engine's extractive summary
+SLOW_MODEL_MARK = "slow"  # in a model name: a chat reply waits slow_seconds before its first byte
 # A sentence ends at . ! or ? followed by whitespace; a line break always ends one.
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\s*\n\s*")
 _FENCE = re.compile(r"^`{3,}[\w+-]*$")  # a bare code fence line is no sentence
@@ -117,6 +121,7 @@ class StubConfig:
     # Topic Forest summaries open with a "Title: ..." line, as the prompt asks a real model to
     # (off by default: the evaluation's summarizer stays the plain lead summary).
     titles: bool = False
+    slow_seconds: float = 10.0  # for model names with SLOW_MODEL_MARK
 
 
 class StubLLM:
@@ -266,7 +271,8 @@ class StubLLM:
         )
         self.requests.append(record)
         record.fault = self._next_fault(kind)
-        await self._sleep(self._latency() + self.config.kind_latency.get(kind, 0.0))
+        slow = self.config.slow_seconds if kind == "chat" and SLOW_MODEL_MARK in model else 0.0
+        await self._sleep(self._latency() + self.config.kind_latency.get(kind, 0.0) + slow)
 
         fault = record.fault
         if fault and fault.kind == "status":
@@ -691,6 +697,7 @@ async def _serve(args: argparse.Namespace, ready: Callable[[str], None]) -> None
         chunks=args.chunks,
         replies=args.reply or (),
     )
+    stub.config.slow_seconds = args.slow_seconds
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -711,6 +718,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--chunk-latency", type=float, default=0.0, help="seconds per chunk")
     parser.add_argument("--chunks", type=int, default=4, help="content chunks per stream")
     parser.add_argument("--reply", action="append", help="scripted chat reply (repeatable)")
+    parser.add_argument(
+        "--slow-seconds", type=float, default=10.0, help='wait of a "slow" model\'s chat reply'
+    )
     args = parser.parse_args(argv)
 
     def ready(url: str) -> None:

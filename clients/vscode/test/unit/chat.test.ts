@@ -6,7 +6,8 @@ import * as mock from '../mocks/vscode';
 import { clearAllMocks } from '../mocks/vscode';
 import type { ToWebview } from '../../src/chatMessages';
 import { ChatController } from '../../src/chatView';
-import { ErrorCodes, type ChatParams } from '../../src/protocol';
+import { ErrorCodes, type ChatParams, type Message } from '../../src/protocol';
+import { eventually } from '../eventually';
 import { FakeConnection, Memento } from './fakes';
 
 type Handler = NonNullable<ConstructorParameters<typeof FakeConnection>[0]>;
@@ -32,6 +33,9 @@ function setup(handler: Handler, options: ConstructorParameters<typeof ChatContr
   const requests = (method: string) => conn.sent.filter((s) => s.method === method);
   return { conn, chat, posted, all, afterTurn, state, handles, requests };
 }
+
+const userMessage = (id: number, content: string): Message => ({ id, threadId: 'x', role: 'user', content,
+  timestamp: 1, tokens: 1, cancelled: false, attachments: [] });
 
 const tick = () => new Promise((r) => setTimeout(r, 0));
 
@@ -87,6 +91,30 @@ describe('chat controller', () => {
     expect(posted.at(-1)).toMatchObject({ type: 'turnEnd', cancelled: true });
     expect(posted.some((m) => m.type === 'error')).toBe(false);
     expect(chat.busy).toBe(false);
+  });
+
+  it('a stop before the first token keeps the turn through a history load, and Retry asks it again', async () => {
+    const history: Message[] = [];
+    const { chat, conn, posted } = setup((method, params, token) => {
+      if (method === 'topicForest/threadHistory') return Promise.resolve({ messages: history });
+      return new Promise((_resolve, reject) => {
+        // the server stored the question before the model answered anything
+        history.push(userMessage(7, (params as ChatParams).message));
+        token?.onCancellationRequested(() => reject(Object.assign(new Error('cancelled'),
+          { code: ErrorCodes.RequestCancelled })));
+      });
+    });
+    const pending = chat.send('stop me early');
+    chat.stop();
+    await pending;
+    expect(posted.at(-1)).toMatchObject({ type: 'turnEnd', reply: '', cancelled: true });
+    await chat.loadHistory(); // e.g. the view re-opened: the stored thread has no reply to show
+    expect(posted.at(-1)).toMatchObject({ type: 'interrupted', text: 'stop me early', partial: '',
+      reason: 'Stopped before the reply began.' });
+    void chat.retry();
+    await eventually(() => expect(conn.sent.filter((s) => s.method === 'topicForest/chat')).toHaveLength(2), 60_000);
+    expect(conn.sent.filter((s) => s.method === 'topicForest/chat')[1]?.params).toMatchObject({ retryOf: 7 });
+    chat.stop();
   });
 
   it('a server that answers a stop with a partial reply keeps the partial text', async () => {

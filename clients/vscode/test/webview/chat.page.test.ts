@@ -227,6 +227,18 @@ describe('chat webview page', () => {
     expect(await page.locator('#stop').isVisible()).toBe(false);
   });
 
+  it('a stop before the first token keeps the turn, marked Stopped, with Retry', async () => {
+    await send({ type: 'turnStart', turnId: 't6', text: 'stop me early', attachments: [], resend: false });
+    await page.locator('#input').press('Escape');
+    expect((await posted()).filter((m) => m.type === 'stop')).toHaveLength(1);
+    await send({ type: 'turnEnd', turnId: 't6', reply: '', cancelled: true });
+    const stopped = page.locator('.msg.assistant.cancelled');
+    await eventually(async () => expect(await stopped.locator('.note').textContent()).toBe('Stopped before the reply began.'));
+    expect(await page.locator('.msg.user').last().textContent()).toContain('stop me early');
+    await stopped.getByRole('button', { name: 'Retry', exact: true }).click();
+    expect((await posted()).at(-1)).toEqual({ type: 'retry' });
+  });
+
   it('shows an error inline with what to do and its action buttons', async () => {
     await send({ type: 'turnStart', turnId: 't5', text: 'hi', attachments: [], resend: false });
     await send({ type: 'error', turnId: 't5', message: 'No chat model configured',
