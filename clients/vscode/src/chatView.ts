@@ -281,8 +281,14 @@ export class ChatController implements vscode.Disposable, ThreadHost {
   }
 
   /** This or another window renamed or deleted a thread (`threadId` null: another window
-   *  changed threads, which ones unknown). */
+   *  changed threads, which ones unknown; `appended`: the threads it added messages to). */
   private async onThreadsChanged(changed: ThreadsChanged): Promise<void> {
+    if (changed.appended?.includes(this.threadId)) {
+      // another window added to this thread: show its transcript as stored (one transcript
+      // everywhere); what this window kept aside is no longer the thread's end
+      this.interrupted = undefined;
+      void this.loadHistory();
+    }
     await this.threads.refresh();
     if (changed.threadId !== null && changed.threadId !== this.threadId) return;
     const threadId = this.threadId;

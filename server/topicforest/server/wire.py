@@ -343,6 +343,7 @@ class ThreadsChanged(TypedDict):
 
     workspaceUri: str
     threadId: NotRequired[str | None]
+    appended: NotRequired[list[str]]
 
 
 # the params structure of each client-to-server method

@@ -493,6 +493,26 @@ describe('chat controller', () => {
     expect(posted.at(-1)).toMatchObject({ type: 'notice' });
   });
 
+  it('threadsChanged naming this thread as appended to shows the stored transcript; others do not', async () => {
+    const stored = [userMessage(1, 'hi')];
+    const { chat, conn, posted, requests, state, handles } = setup((m) => (m === 'topicForest/listThreads'
+      ? { threads: [{ threadId: 'mine', messageCount: stored.length, lastTime: 1, title: 'Mine' }] }
+      : { threadId: 'mine', messages: [...stored] }));
+    handles.listThreads = true;
+    await state.update('topicForest.threadId', 'mine');
+    await chat.loadHistory();
+    const loads = () => requests('topicForest/threadHistory').length;
+    expect(loads()).toBe(1);
+    conn.emit('topicForest/threadsChanged', { workspaceUri: 'file:///ws', threadId: null, appended: ['other'] });
+    await tick();
+    expect(loads()).toBe(1);
+    stored.push({ ...userMessage(2, 'a reply from the other window'), role: 'assistant' });
+    conn.emit('topicForest/threadsChanged', { workspaceUri: 'file:///ws', threadId: null, appended: ['mine'] });
+    await eventually(() => expect(posted.at(-1)).toMatchObject({ type: 'history', threadId: 'mine' }));
+    const shown = posted.at(-1) as Extract<ToWebview, { type: 'history' }>;
+    expect(shown.messages.map((m) => m.content)).toEqual(['hi', 'a reply from the other window']);
+  });
+
   it('focus puts the caret in the input; the empty chat learns what is missing', async () => {
     const { chat, conn, all } = setup(() => ({ threadId: 'x', messages: [] }),
       { config: () => ({ get: () => undefined }) });

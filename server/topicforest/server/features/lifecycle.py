@@ -69,7 +69,7 @@ async def did_change_configuration(
     if _memory_choice(ls.settings) != chosen and ls.workspaces.started:  # open that memory
         for memory in await ls.workspaces.reopen():
             ls.notifier.topics_changed(memory.key, "configured", None)
-            ls.notifier.threads_changed(memory.key, None)
+            ls.notifier.threads_changed(memory.key, None, [])
     warm(ls)
 
 
