@@ -638,6 +638,34 @@ async function main() {
       log('Apply of a function-only block replaced default_path in src/config.rs and kept the rest');
     };
 
+    // a second window on the same workspace (its own extension host and server, one store):
+    // a message sent in the first appears in the second without a reload, reply included
+    const twoWindows = async () => {
+      const other = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+      try {
+        await other.goto(`${url}?folder=${encodeURIComponent(path.join(RUN, 'work'))}`, { waitUntil: 'domcontentloaded' });
+        const otherChat = await openChat(other);
+        const question = 'Sent in one window, read in the other: what does tokenize return?';
+        // the first window's thread, from the thread list (workspaceState is per browser context)
+        await otherChat.locator('#send:enabled').waitFor({ timeout: 120_000 });
+        await runCommand(other, 'Topic Forest: Chat Threads…');
+        await other.locator('.quick-input-list .monaco-list-row', { hasText: 'In src/lexer.py my tokenize()' }).first().click();
+        await otherChat.locator('.msg.user', { hasText: 'my tokenize() function uses re.match' }).first().waitFor({ timeout: 60_000 });
+        const chat = chatView(page);
+        const before = await chat.locator('.msg.assistant:not(.streaming)').count();
+        await sendMessage(page, question);
+        const reply = await (await waitReply(page, before + 1)).locator('.body').innerText();
+        await otherChat.locator('.msg.user', { hasText: question }).first().waitFor({ timeout: 60_000 });
+        const last = otherChat.locator('.msg.assistant').last();
+        await waitFor('the reply in the second window', async () => (await last.locator('.body').innerText()) === reply, 60_000)
+          .catch(async (error) => { throw new Error(`${error.message}: it shows ${JSON.stringify(await otherChat.locator('#log').innerText())}`); });
+        await other.screenshot({ path: path.join(ART, '07h-second-window.png') });
+        log('a message sent in one window appeared, with its reply, in the other');
+      } finally {
+        await other.close();
+      }
+    };
+
     // ------------------------------------------------------------ drop, restore, preview
     const row = topicRows.first();
     // found by the whole title its accessible label starts with (the row's label is cut to fit)
@@ -722,6 +750,7 @@ async function main() {
     await themeScreenshots();
     await chatFeatures();
     await applyCodeBlock();
+    await twoWindows();
 
     // ------------------------------------------------------------ reload: history comes back
     // A reload restarts the extension host and the server; the thread id survives in
