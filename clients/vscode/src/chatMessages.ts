@@ -49,7 +49,6 @@ export type FromWebview =
   | { type: 'send'; text: string }
   | { type: 'stop' }
   | { type: 'retry' }
-  | { type: 'newThread' }
   | { type: 'threads' }
   | { type: 'pickModel'; model: string }
   | { type: 'copy'; text: string }

@@ -129,8 +129,6 @@ export class ChatController implements vscode.Disposable, ThreadHost {
         return this.stop();
       case 'retry':
         return this.retry();
-      case 'newThread':
-        return this.newThread();
       case 'threads':
         return this.threads.show();
       case 'pickModel':

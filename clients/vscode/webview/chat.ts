@@ -591,7 +591,6 @@ document.addEventListener('keydown', (event) => {
   }
 });
 stopButton.addEventListener('click', () => post({ type: 'stop' }));
-$('new-thread', HTMLButtonElement).addEventListener('click', () => post({ type: 'newThread' }));
 $('threads', HTMLButtonElement).addEventListener('click', () => post({ type: 'threads' }));
 modelSelect.addEventListener('change', () => post({ type: 'pickModel', model: modelSelect.value }));
 // Links open through the extension (http/https/mailto only); the webview never navigates.

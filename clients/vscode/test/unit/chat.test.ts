@@ -153,7 +153,7 @@ describe('chat controller', () => {
     await chat.handle({ type: 'ready' });
     expect(requests('topicForest/threadHistory')[0]).toMatchObject({ params: { threadId: first } });
     expect(posted[0]).toEqual({ type: 'history', threadId: first, messages: history });
-    await chat.handle({ type: 'newThread' });
+    await chat.newThread(); // the view title's + (topicForest.newThread)
     expect(chat.threadId).not.toBe(first);
     expect(posted.at(-1)).toEqual({ type: 'history', threadId: chat.threadId, messages: [] });
     expect(afterTurn).toHaveBeenCalledTimes(1); // the tree follows the current thread

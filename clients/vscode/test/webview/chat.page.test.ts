@@ -259,8 +259,8 @@ describe('chat webview page', () => {
     expect(await page.locator('.msg.user .body').innerText()).toBe('earlier **question**'); // user text is plain
     expect(await page.locator('.msg.assistant em').textContent()).toBe('answer');
     expect(await page.locator('.msg.assistant .note').textContent()).toBe('Stopped');
-    await page.getByRole('button', { name: 'New thread' }).click();
-    expect((await posted()).at(-1)).toEqual({ type: 'newThread' });
+    // one + for a new thread: the view's title bar has it (topicForest.newThread), not the page
+    expect(await page.getByRole('button', { name: 'New thread' }).count()).toBe(0);
   });
 });
 
