@@ -330,6 +330,12 @@ describe('chat webview page: code, retry, attachments, keyboard', () => {
     expect(await contrastOf('.msg.assistant p code')).toBeGreaterThanOrEqual(4.5);
     expect(await contrastOf('.msg.assistant pre code')).toBeGreaterThanOrEqual(4.5);
     expect(await contrastOf('.msg.assistant pre code .hljs-keyword')).toBeGreaterThanOrEqual(4.5);
+    // Send has no background in High Contrast: the theme's contrast border outlines it
+    const sendBorder = await page.locator('#send').evaluate((b) => {
+      const style = getComputedStyle(b);
+      return [style.borderTopStyle, style.borderTopWidth, style.borderTopColor];
+    });
+    expect(sendBorder).toEqual(['solid', '1px', 'rgb(111, 195, 223)']);
     await page.screenshot({ path: join(ARTIFACTS, 'webview-chat-hc.png') });
   });
 
