@@ -71,6 +71,7 @@ export class ChatController implements vscode.Disposable, ThreadHost {
   private queued: Asked[] = [];
   private interrupted: { asked: Asked; partial: string; reason: string } | undefined;
   private taking = false;
+  private untitled = true; // the header shows "New thread": a first message names the thread
   readonly pending: PendingAttachments;
   readonly threads: ThreadList;
   readonly models: ModelChoice;
@@ -201,6 +202,7 @@ export class ChatController implements vscode.Disposable, ThreadHost {
       // the server is down: the setup note says so
     }
     if (threadId !== this.threadId) return;
+    this.untitled = title === 'New thread';
     this.post({ type: 'header', title, models: this.models.models, model: this.models.current });
   }
 
@@ -423,6 +425,7 @@ export class ChatController implements vscode.Disposable, ThreadHost {
       cancel.dispose();
       this.turn = undefined;
       this.afterTurn();
+      if (this.untitled) void this.postHeader(); // its first message has named the thread
       if (this.historyAfterTurn) {
         this.historyAfterTurn = false;
         void this.loadHistory();

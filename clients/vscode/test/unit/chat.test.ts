@@ -86,8 +86,9 @@ describe('chat controller', () => {
     await chat.handle({ type: 'send', text: 'second' }); // ignored while busy
     await chat.handle({ type: 'stop' });
     await pending;
-    expect(conn.sent).toHaveLength(1);
-    expect(conn.sent[0]!.token?.isCancellationRequested).toBe(true);
+    const chats = conn.sent.filter((s) => s.method === 'topicForest/chat');
+    expect(chats).toHaveLength(1); // the second was ignored
+    expect(chats[0]!.token?.isCancellationRequested).toBe(true);
     expect(posted.at(-1)).toMatchObject({ type: 'turnEnd', cancelled: true });
     expect(posted.some((m) => m.type === 'error')).toBe(false);
     expect(chat.busy).toBe(false);
@@ -263,6 +264,22 @@ describe('chat controller', () => {
     expect(chip).toMatchObject({ kind: 'file', path: 'src/app.py' });
     await chat.handle({ type: 'detach', id: chip.id! });
     expect(chat.pending.size).toBe(0);
+  });
+
+  it('the first message names the thread: the header leaves "New thread" after the first turn', async () => {
+    const threads: { threadId: string; messageCount: number; lastTime: number; title: string }[] = [];
+    const { chat, all, handles } = setup((m, p) => {
+      if (m === 'topicForest/listThreads') return { threads };
+      const params = p as ChatParams;
+      threads.push({ threadId: params.threadId, messageCount: 2, lastTime: 1, title: params.message });
+      return reply(params, 'ok');
+    });
+    handles.listThreads = true;
+    await chat.postHeader();
+    expect(all.at(-1)).toMatchObject({ type: 'header', title: 'New thread' });
+    await chat.send('How do I rotate the JWT secret?');
+    await eventually(() => expect(all.filter((m) => m.type === 'header').at(-1))
+      .toMatchObject({ title: 'How do I rotate the JWT secret?' }));
   });
 
   it('the model picker: chatModel plus topicForest.models, remembered per workspace, sent as model', async () => {
