@@ -20,6 +20,8 @@ openai provider insists on some API key: pass `api_key=STUB_API_KEY` or put `stu
 - A model name containing "slow" (e.g. `openai/stub-slow`) waits `slow_seconds` (10 s; the
   process's `--slow-seconds`) before a chat reply's first byte: for tests of a stop before the
   first token.
+- `context_window` set: `GET /props` reports it as llama.cpp's server does, for tests of the
+  window a local server reports.
 - Latency per call and per chunk, fault injection per call (HTTP status, hang, malformed JSON,
   broken SSE, a stream that ends early but cleanly) and a request log with token counts for
   assertions and cost accounting.
@@ -122,6 +124,8 @@ class StubConfig:
     # (off by default: the evaluation's summarizer stays the plain lead summary).
     titles: bool = False
     slow_seconds: float = 10.0  # for model names with SLOW_MODEL_MARK
+    # set: `GET /props` reports it as llama.cpp's server does (`n_ctx`), for `auto` budgets
+    context_window: int | None = None
 
 
 class StubLLM:
@@ -174,6 +178,7 @@ class StubLLM:
             app.router.add_post(path, self._completions)
         for path in ("/v1/models", "/models"):
             app.router.add_get(path, self._models)
+        app.router.add_get("/props", self._props)
         self._closing = asyncio.Event()
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await runner.setup()
@@ -243,6 +248,13 @@ class StubLLM:
         self.requests.clear()
 
     # -- handlers --------------------------------------------------------------------------
+    async def _props(self, request: web.Request) -> web.Response:
+        if self.config.context_window is None:
+            raise web.HTTPNotFound()
+        return web.json_response(
+            {"default_generation_settings": {"n_ctx": self.config.context_window}}
+        )
+
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": "stub", "object": "model"}]})
 

@@ -112,7 +112,7 @@ def warm(ls: TopicForestServer) -> None:
         for memory in list(ls.workspaces.memories.values()):
             await memory.chat_model.route()
         freeze_heap()  # aiohttp, routes
-        window = await model_window(settings.chat_model)
+        window = await model_window(settings.chat_model, settings.api_base)
         if ls.settings is settings:  # not superseded meanwhile
             ls.workspaces.configure(settings, window)
             for memory in list(ls.workspaces.memories.values()):
