@@ -502,6 +502,15 @@ describe('chat webview page: code, retry, attachments, keyboard', () => {
     await eventually(async () => expect(await page.locator('#thread-title').textContent()).toBe('Parser bug <b>x</b>'));
     await page.locator('#model').selectOption('ollama/llama3');
     expect((await posted()).at(-1)).toEqual({ type: 'pickModel', model: 'ollama/llama3' });
+    // at 300 px the picker shows a model's name and the title keeps room of its own
+    await page.setViewportSize({ width: 300, height: 700 });
+    await send({ type: 'header', title: 'A long thread title about the parser and its error positions',
+      models: ['openai/qwen2.5-coder', 'ollama/llama3'], model: 'openai/qwen2.5-coder' });
+    await eventually(async () => expect(await page.locator('#model').inputValue()).toBe('openai/qwen2.5-coder'));
+    const [picker, title] = await Promise.all([page.locator('#model').boundingBox(), page.locator('#threads').boundingBox()]);
+    expect(picker!.width).toBeGreaterThanOrEqual(110);
+    expect(title!.width).toBeGreaterThanOrEqual(80);
+    expect(picker!.x + picker!.width).toBeLessThanOrEqual(300);
     await page.getByRole('button', { name: 'Threads' }).click();
     expect((await posted()).at(-1)).toEqual({ type: 'threads' });
     await send({ type: 'turnStart', turnId: 'w', text: 'hello', attachments: [], resend: false });
