@@ -148,6 +148,7 @@ const CONTINUED = /^\s*(?:[{.?:)\]]|=>|->|where\b|throws\b|extends\b|implements\
 
 function headerName(lines: string[], i: number, s: Scan, syntax: Syntax): string | undefined {
   const line = lines[i] as string;
+  if ((s.code[i] as string).trim() === '') return undefined; // a comment, or inside a string
   if (syntax.indentation) {
     const def = PY_DEF.exec(line);
     if (def) return def[1];

@@ -178,6 +178,15 @@ describe('Apply merges a block into its file', () => {
     expect(ambiguous).toMatchObject({ kind: 'none', reason: expect.stringContaining('defined 2 times') });
   });
 
+  it('a #region block replaces that region and nothing else', () => {
+    const file = ['import { a } from "./a";', '', '// #region limits', 'export const MAX = 10;', 'export const MIN = 1;',
+      '// #endregion', '', 'export function clamp(x: number): number {', '  return Math.min(MAX, Math.max(MIN, x));', '}', ''].join('\n');
+    const block = '// #region limits\nexport const MAX = 99;\nexport const MIN = 0;\n// #endregion\n';
+    const plan = planApply(file, block, 'src/limits.ts');
+    expect(plan).toMatchObject({ kind: 'merge', replaced: ['region limits'] });
+    expect(plan.kind === 'merge' && plan.text).toBe(file.replace('MAX = 10', 'MAX = 99').replace('MIN = 1;', 'MIN = 0;'));
+  });
+
   it('keeps the file\'s CRLF line ends', () => {
     const file = 'import os\r\n\r\ndef a():\r\n    return 1\r\n\r\ndef b():\r\n    return 2\r\n';
     const plan = planApply(file, 'def a():\n    return 10\n', 'm.py');
