@@ -33,7 +33,7 @@ class Recorder:
     def summarizing(self, key: str, stage: ProgressStage, message: str, percentage: int) -> None:
         self.progress.append(stage)
 
-    def threads_changed(self, key: str, thread_id: str | None) -> None:
+    def threads_changed(self, key: str, thread_id: str | None, appended: list[str]) -> None:
         self.changes.append(("threads", None))
 
 

@@ -98,9 +98,16 @@ def test_another_window_sees_an_append_and_its_own_append_costs_no_reload(
     assert not a.changed_elsewhere()  # its own append: nothing to load
     assert b.refresh()
     assert b.mirror.threads_changed  # the thread list changed too
+    assert b.mirror.appended_to == {"t"}  # and which thread's transcript did
     assert [m.content for m in wb.hot["t"]] == ["How do I run alembic upgrade head?"]
     assert [t.thread_id for t in b.threads()] == ["t"]
     assert not b.refresh()  # once
+    b.mirror.appended_to.clear()
+    wb.append("t", "assistant", "Run it from the directory holding alembic.ini.")
+    wa.append("u", "user", "And the downgrade?")
+    assert a.refresh() and b.refresh()
+    assert a.mirror.appended_to == {"t"}  # b's append to t; a's own to u is not news to a
+    assert b.mirror.appended_to == {"u"}
 
 
 def test_an_append_inside_a_write_transaction_joins_it(memory: Memory) -> None:

@@ -224,6 +224,28 @@ async def test_a_drop_in_one_window_shows_in_the_other(windows: Windows) -> None
     assert note["workspaceUri"] == a.workspace_uri
 
 
+async def test_a_message_in_one_window_names_its_thread_in_the_other(windows: Windows) -> None:
+    """One transcript everywhere (issue 28): threadsChanged names the threads another window
+    added messages to, so a client showing one reloads it; another person's stay private."""
+    a = await windows.open("a", user="ann")
+    b = await windows.open("b", user="ann")
+    bob = await windows.open("bob", user="bob")
+    await chat_turns(bob, "bob-1", 1)  # committed before b's turn: a loads it first, or with it
+    await chat_turns(b, "shared", 1)
+
+    def appended(n: dict[str, Any]) -> list[str]:
+        return list(n.get("appended", []))
+
+    note = await a.wait_for(
+        "topicForest/threadsChanged", lambda n: "shared" in appended(n), timeout=60
+    )
+    assert note["threadId"] is None
+    assert not any("bob-1" in appended(n) for n in a.notes["topicForest/threadsChanged"])
+    assert not any(appended(n) for n in b.notes["topicForest/threadsChanged"])  # its own turn
+    history = await a.call("threadHistory", {"threadId": "shared"})
+    assert [m["role"] for m in history["messages"]] == ["user", "assistant"]
+
+
 async def test_kill_9_of_the_maintainer_mid_summary_and_mid_chat(windows: Windows) -> None:
     a = await windows.open("a")
     await until(lambda: windows.maintainer_pid() == pid(a))

@@ -236,6 +236,19 @@ async def test_latency_delays_the_answer(
     assert record.finished is not None and record.finished - record.started >= 0.3
 
 
+async def test_a_slow_model_waits_before_its_first_byte(
+    monkeypatch: pytest.MonkeyPatch, litellm: ModuleType
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", STUB_API_KEY)
+    async with StubLLM() as stub:
+        stub.config.slow_seconds = 0.3
+        await litellm.acompletion(model="openai/stub-slow", api_base=stub.base_url, messages=USER)
+        await litellm.acompletion(model="openai/stub", api_base=stub.base_url, messages=USER)
+    slow, quick = stub.requests
+    assert slow.finished is not None and slow.finished - slow.started >= 0.3
+    assert quick.ok and slow.ok
+
+
 def test_threaded_stub_serves_sync_litellm(
     monkeypatch: pytest.MonkeyPatch, litellm: ModuleType
 ) -> None:

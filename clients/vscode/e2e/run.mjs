@@ -283,12 +283,19 @@ const TURNS = [
   'and run as a non-root user with uvicorn app.main:app on port 8000?',
 ];
 
+// a real file for a function-only block: Apply must replace default_path and keep everything else
+const CONFIG_RS = 'use std::fs;\nuse std::path::Path;\n\npub struct Config {\n    pub name: String,\n}\n\n' +
+  'impl Config {\n    pub fn load(path: &Path) -> Config {\n        let name = fs::read_to_string(path).unwrap();\n' +
+  '        Config { name }\n    }\n}\n\npub fn default_path() -> &\'static str {\n    "config.toml"\n}\n\n' +
+  'pub fn version() -> u32 {\n    1\n}\n';
+
 async function main() {
   const tStub = Date.now();
   const apiBase = await startStub();
   mark('stubStarted', tStub);
   log(`stub model at ${apiBase}`);
   fs.writeFileSync(path.join(dirs['work/src'], 'lexer.py'), 'def tokenize(text):\n    ...\n');
+  fs.writeFileSync(path.join(dirs['work/src'], 'config.rs'), CONFIG_RS);
   fs.writeFileSync(path.join(dirs['ud/User'], 'settings.json'), JSON.stringify({
     'workbench.startupEditor': 'none', 'workbench.tips.enabled': false, 'telemetry.telemetryLevel': 'off',
     'extensions.autoCheckUpdates': false, 'extensions.autoUpdate': false,
@@ -298,7 +305,8 @@ async function main() {
     'topicForest.chatModel': 'openai/stub',
     'topicForest.summaryModels': ['openai/stub'], 'topicForest.apiBase': apiBase,
     'topicForest.historyBudget': 1024,
-    'topicForest.models': ['openai/stub', 'openai/stub-two'], // the chat's model picker
+    // the chat's model picker; "slow" waits 10 s before its first byte (stub_llm), to stop before it
+    'topicForest.models': ['openai/stub', 'openai/stub-two', 'openai/stub-slow'],
   }, null, 2));
   const tInstall = Date.now();
   installVsix();
@@ -567,26 +575,43 @@ async function main() {
       await sendMessage(page, 'And what would the other model say?');
       await waitReply(page, before + 1);
       log(`model picker: ${await model.inputValue()} of ${JSON.stringify(await model.locator('option').allInnerTexts())}`);
+      // Escape before the first token: the turn stays, marked, with Retry
+      await model.selectOption('openai/stub-slow');
+      const stoppedBefore = await chat.locator('.msg.assistant.cancelled').count();
+      await sendMessage(page, 'A question stopped before its answer begins');
+      await chat.locator('.msg.assistant.streaming').first().waitFor({ timeout: 10_000 });
+      await chat.locator('#input').press('Escape');
+      const early = chat.locator('.msg.assistant.cancelled').nth(stoppedBefore);
+      await early.locator('.note', { hasText: 'Stopped before the reply began.' }).waitFor({ timeout: 20_000 });
+      await early.getByRole('button', { name: 'Retry', exact: true }).waitFor({ timeout: 5_000 });
+      const asked = await chat.locator('.msg.user').last().innerText();
+      if (!asked.includes('A question stopped before its answer begins')) throw new Error(`the stopped question is gone: ${asked}`);
+      await shot('07g-stopped-before-first-token');
+      log('Escape before the first token kept the turn, marked Stopped, with Retry');
+      await model.selectOption('openai/stub-two');
     };
 
     // an applied code block: asked to change src/lexer.py, the stub model proposes the block the
     // question carries (stub_llm's documented reply to a fenced block); Apply shows the diff,
     // Accept writes the file, Discard leaves it as it is
     const lexer = path.join(dirs['work/src'], 'lexer.py');
-    const proposeAndApply = async (body, choice) => {
+    const proposeAndApply = async (body, choice, file = 'src/lexer.py', fence = `python path=${file}`) => {
       const chat = chatView(page);
       const before = await chat.locator('.msg.assistant:not(.streaming)').count();
-      await sendMessage(page, `Change tokenize in src/lexer.py like this:\n\n\`\`\`python path=src/lexer.py\n${body}\`\`\``);
+      await sendMessage(page, `Change ${file} like this:\n\n\`\`\`${fence}\n${body}\`\`\``);
       const reply = await waitReply(page, before + 1);
-      const block = reply.locator('.code-block:has(.code-label:text-is("src/lexer.py"))');
+      const block = reply.locator(`.code-block:has(.code-label:text-is("${file}"))`);
       await block.first().waitFor({ timeout: 5_000 });
       await block.first().locator('button.apply').click();
-      await page.locator('.tabs-container .tab.active', { hasText: 'proposed by Topic Forest' }).first().waitFor({ timeout: 20_000 });
-      const ask = page.locator('.notifications-toasts .notification-list-item', { hasText: 'Apply the proposed change to src/lexer.py?' });
+      const diffTab = page.locator('.tabs-container .tab', { hasText: 'proposed by Topic Forest' });
+      await diffTab.first().waitFor({ timeout: 20_000 });
+      const ask = page.locator('.notifications-toasts .notification-list-item', { hasText: `Apply the proposed change to ${file}?` });
       await ask.first().waitFor({ timeout: 20_000 });
-      await shot(`07f-apply-${choice.toLowerCase()}`);
+      await shot(`07f-apply-${path.basename(file)}-${choice.toLowerCase()}`);
       await ask.first().getByRole('button', { name: choice, exact: true }).click();
       await ask.first().waitFor({ state: 'detached', timeout: 10_000 });
+      // decided: the diff tab closes
+      await diffTab.first().waitFor({ state: 'detached', timeout: 10_000 });
     };
     const onDisk = () => fs.readFileSync(lexer, 'utf8');
     const applyCodeBlock = async () => {
@@ -602,6 +627,43 @@ async function main() {
       const dirty = await page.locator('.tabs-container .tab.dirty', { hasText: 'lexer.py' }).count();
       if (dirty) throw new Error('Discard left src/lexer.py edited (unsaved) in its editor');
       log('Apply + Discard left src/lexer.py as it was');
+      // a function-only block, named by its first-line comment, into a real file: the rest stays
+      const config = path.join(dirs['work/src'], 'config.rs');
+      const block = '// src/config.rs\npub fn default_path() -> &\'static str {\n    "settings.toml"\n}\n';
+      await proposeAndApply(block, 'Accept', 'src/config.rs', 'rust');
+      const merged = CONFIG_RS.replace('"config.toml"', '"settings.toml"');
+      await waitFor('src/config.rs to have the merged function and the rest intact',
+        async () => fs.readFileSync(config, 'utf8') === merged, 10_000)
+        .catch((error) => { throw new Error(`${error.message}: it has ${JSON.stringify(fs.readFileSync(config, 'utf8'))}`); });
+      log('Apply of a function-only block replaced default_path in src/config.rs and kept the rest');
+    };
+
+    // a second window on the same workspace (its own extension host and server, one store):
+    // a message sent in the first appears in the second without a reload, reply included
+    const twoWindows = async () => {
+      const other = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+      try {
+        await other.goto(`${url}?folder=${encodeURIComponent(path.join(RUN, 'work'))}`, { waitUntil: 'domcontentloaded' });
+        const otherChat = await openChat(other);
+        const question = 'Sent in one window, read in the other: what does tokenize return?';
+        // the first window's thread, from the thread list (workspaceState is per browser context)
+        await otherChat.locator('#send:enabled').waitFor({ timeout: 120_000 });
+        await runCommand(other, 'Topic Forest: Chat Threads…');
+        await other.locator('.quick-input-list .monaco-list-row', { hasText: 'In src/lexer.py my tokenize()' }).first().click();
+        await otherChat.locator('.msg.user', { hasText: 'my tokenize() function uses re.match' }).first().waitFor({ timeout: 60_000 });
+        const chat = chatView(page);
+        const before = await chat.locator('.msg.assistant:not(.streaming)').count();
+        await sendMessage(page, question);
+        const reply = await (await waitReply(page, before + 1)).locator('.body').innerText();
+        await otherChat.locator('.msg.user', { hasText: question }).first().waitFor({ timeout: 60_000 });
+        const last = otherChat.locator('.msg.assistant').last();
+        await waitFor('the reply in the second window', async () => (await last.locator('.body').innerText()) === reply, 60_000)
+          .catch(async (error) => { throw new Error(`${error.message}: it shows ${JSON.stringify(await otherChat.locator('#log').innerText())}`); });
+        await other.screenshot({ path: path.join(ART, '07h-second-window.png') });
+        log('a message sent in one window appeared, with its reply, in the other');
+      } finally {
+        await other.close();
+      }
     };
 
     // ------------------------------------------------------------ drop, restore, preview
@@ -690,6 +752,7 @@ async function main() {
     await themeScreenshots();
     await chatFeatures();
     await applyCodeBlock();
+    await twoWindows();
 
     // ------------------------------------------------------------ reload: history comes back
     // A reload restarts the extension host and the server; the thread id survives in

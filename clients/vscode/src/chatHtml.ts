@@ -45,7 +45,6 @@ export function chatHtml(o: ChatHtmlOptions): string {
     <span id="thread-title" class="thread-title">New thread</span><span aria-hidden="true"> ▾</span>
   </button>
   <select id="model" title="Chat model" aria-label="Chat model" hidden></select>
-  <button id="new-thread" class="icon-button" type="button" title="New thread (the old one stays in the thread list)" aria-label="New thread">+</button>
 </header>
 <main id="log" class="log" role="log" aria-live="polite" aria-relevant="additions text" aria-label="Conversation" tabindex="0">
 </main>

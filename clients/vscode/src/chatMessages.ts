@@ -17,6 +17,9 @@ export type MentionItem =
   | { kind: 'file'; path: string }
   | { kind: 'selection' | 'problems'; path: string; detail: string };
 
+/** The mark of a turn stopped before its first token (it stays on the page, with Retry). */
+export const STOPPED_EMPTY = 'Stopped before the reply began.';
+
 export type ErrorButton = { id: ErrorAction; label: string };
 
 export type ToWebview =
@@ -46,7 +49,6 @@ export type FromWebview =
   | { type: 'send'; text: string }
   | { type: 'stop' }
   | { type: 'retry' }
-  | { type: 'newThread' }
   | { type: 'threads' }
   | { type: 'pickModel'; model: string }
   | { type: 'copy'; text: string }

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import * as vscode from 'vscode';
 import { chipOf, PendingAttachments } from './attachments';
 import { chatHtml, makeNonce } from './chatHtml';
-import type { Chip, FromWebview, ToWebview } from './chatMessages';
+import { type Chip, type FromWebview, STOPPED_EMPTY, type ToWebview } from './chatMessages';
 import type { CodeBlockActions } from './codeBlocks';
 import { ERROR_ACTION_COMMANDS } from './commands';
 import type { Connection } from './connection';
@@ -71,6 +71,7 @@ export class ChatController implements vscode.Disposable, ThreadHost {
   private queued: Asked[] = [];
   private interrupted: { asked: Asked; partial: string; reason: string } | undefined;
   private taking = false;
+  private untitled = true; // the header shows "New thread": a first message names the thread
   readonly pending: PendingAttachments;
   readonly threads: ThreadList;
   readonly models: ModelChoice;
@@ -129,8 +130,6 @@ export class ChatController implements vscode.Disposable, ThreadHost {
         return this.stop();
       case 'retry':
         return this.retry();
-      case 'newThread':
-        return this.newThread();
       case 'threads':
         return this.threads.show();
       case 'pickModel':
@@ -203,6 +202,7 @@ export class ChatController implements vscode.Disposable, ThreadHost {
       // the server is down: the setup note says so
     }
     if (threadId !== this.threadId) return;
+    this.untitled = title === 'New thread';
     this.post({ type: 'header', title, models: this.models.models, model: this.models.current });
   }
 
@@ -281,8 +281,14 @@ export class ChatController implements vscode.Disposable, ThreadHost {
   }
 
   /** This or another window renamed or deleted a thread (`threadId` null: another window
-   *  changed threads, which ones unknown). */
+   *  changed threads, which ones unknown; `appended`: the threads it added messages to). */
   private async onThreadsChanged(changed: ThreadsChanged): Promise<void> {
+    if (changed.appended?.includes(this.threadId)) {
+      // another window added to this thread: show its transcript as stored (one transcript
+      // everywhere); what this window kept aside is no longer the thread's end
+      this.interrupted = undefined;
+      void this.loadHistory();
+    }
     await this.threads.refresh();
     if (changed.threadId !== null && changed.threadId !== this.threadId) return;
     const threadId = this.threadId;
@@ -405,11 +411,11 @@ export class ChatController implements vscode.Disposable, ThreadHost {
       if (result.cancelled && !cancel.token.isCancellationRequested) {
         this.lost(turn, result.reply); // the server stopped the turn itself (it is shutting down)
       } else {
-        this.post({ type: 'turnEnd', turnId, reply: result.reply, cancelled: result.cancelled });
+        this.ended(turn, result.reply, result.cancelled);
       }
     } catch (error) {
       if (cancel.token.isCancellationRequested && isCancellation(error)) {
-        this.post({ type: 'turnEnd', turnId, reply: '', cancelled: true });
+        this.ended(turn, turn.parts.join(''), true);
       } else if (isConnectionLost(error)) {
         this.lost(turn, turn.parts.join(''));
       } else {
@@ -419,11 +425,21 @@ export class ChatController implements vscode.Disposable, ThreadHost {
       cancel.dispose();
       this.turn = undefined;
       this.afterTurn();
+      if (this.untitled) void this.postHeader(); // its first message has named the thread
       if (this.historyAfterTurn) {
         this.historyAfterTurn = false;
         void this.loadHistory();
       }
     }
+  }
+
+  /** A stop before the first token stores no reply: the turn is kept here (as a reply the server
+   *  died under is) so that a history load shows it again, marked, with Retry. */
+  private ended(turn: Turn, reply: string, cancelled: boolean): void {
+    if (cancelled && !reply) {
+      this.interrupted = { asked: turn.asked, partial: '', reason: STOPPED_EMPTY };
+    }
+    this.post({ type: 'turnEnd', turnId: turn.turnId, reply, cancelled });
   }
 
   /** The server went away under a turn: nothing arrived -> it waits and goes out again when the

@@ -30,14 +30,14 @@ function topicLine(id: number, titles: Map<number, string>, extra = ''): string 
 }
 
 /** Model and user text goes inside fences so it cannot forge headings or structure. */
-export function contextMarkdown(threadId: string, render: RenderContextResult, topics: Topic[]): string {
+export function contextMarkdown(thread: string, render: RenderContextResult, topics: Topic[]): string {
   const titles = new Map(topics.map((t) => [t.id, t.title]));
   const dropped = topics.filter((t) => t.dropped).map((t) => t.id);
   const pct = render.budget > 0 ? Math.round((100 * render.tokens) / render.budget) : 0;
   const lines = [
     '# What the model sees',
     '',
-    `The history the next chat request of thread \`${threadId.replace(/`/g, '')}\` carries: ` +
+    `The history the next chat request of the thread \`${thread.replace(/[`\r\n\u2028\u2029]/g, ' ')}\` carries: ` +
       `**${render.tokens} of ${render.budget} tokens** (${pct}%), ${render.messages.length} messages. ` +
       'Your next message and any attachments come after it; the message also ranks the topics, ' +
       'so the ones sent may change with it.',
@@ -69,11 +69,14 @@ export class ContextViewProvider implements vscode.TextDocumentContentProvider, 
 
   async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
     const threadId = threadIdFromUri(uri);
-    const [render, { topics }] = await Promise.all([
+    const [render, { topics }, { threads }] = await Promise.all([
       this.connection.request('topicForest/renderContext', { threadId }),
       this.connection.request('topicForest/listTopics', { threadId }),
+      this.connection.request('topicForest/listThreads', {}),
     ]);
-    return contextMarkdown(threadId, render, topics);
+    // named as the chat's header names it (its title; a thread with no message yet is new)
+    const title = threads.find((t) => t.threadId === threadId)?.title || 'New thread';
+    return contextMarkdown(title, render, topics);
   }
 
   /** Opens the current thread's view (beside the chat, read-only). */

@@ -311,6 +311,8 @@ export interface ChatDelta {
 export interface ThreadsChanged {
   workspaceUri: string;
   threadId?: string | null;
+  /** Threads another window added messages to (absent: none) */
+  appended?: string[];
 }
 
 /** Request name -> [params, result]. */

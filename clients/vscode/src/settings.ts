@@ -43,8 +43,9 @@ export function serverSettings(config: ConfigReader): ServerSettings {
       : null,
     apiBase: optionalString(config.get('apiBase')),
     historyBudget:
-      typeof budget === 'number' ? budget : budget === undefined || budget === 'auto' ? 'auto'
-        : Number.isFinite(Number(budget)) ? Number(budget) : 'auto',
+      typeof budget === 'number' ? budget
+        : typeof budget !== 'string' || budget.trim() === '' || budget === 'auto' ? 'auto'
+          : Number.isFinite(Number(budget)) ? Number(budget) : 'auto',
     attachmentBudget: config.get<number>('attachmentBudget') ?? 4096,
     mergeThreshold: config.get<number>('mergeThreshold') ?? 0.15,
     maxTopics: config.get<number>('maxTopics') ?? 12,

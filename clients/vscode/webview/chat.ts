@@ -1,10 +1,11 @@
 // The chat page inside the webview. Model output goes through markdown.ts (markdown-it, no raw
 // HTML, no images, highlight.js, DOMPurify); everything else is set as text. The CSP allows only
 // our nonce'd script; every handler is attached here, none inline.
-import type { Chip, ErrorButton, FromWebview, MentionItem, ToWebview } from '../src/chatMessages';
-import { blockTarget } from '../src/codeTarget';
+import { type Chip, type ErrorButton, type FromWebview, STOPPED_EMPTY, type ToWebview } from '../src/chatMessages';
 import type { Message } from '../src/protocol';
+import { button, decorateCodeBlocks, flash } from './controls';
 import { isSafeUrl, renderMarkdown } from './markdown';
+import { Mentions } from './mentions';
 
 interface VsCodeApi {
   postMessage(message: FromWebview): void;
@@ -50,53 +51,9 @@ function post(message: FromWebview): void {
   vscode.postMessage(message);
 }
 
-function button(label: string, onClick: () => void, className = '', title = ''): HTMLButtonElement {
-  const b = document.createElement('button');
-  b.type = 'button';
-  b.textContent = label;
-  if (className) b.className = className;
-  if (title) b.title = title;
-  b.addEventListener('click', onClick);
-  return b;
-}
-
-function flash(b: HTMLButtonElement, text: string): void {
-  const label = b.textContent;
-  b.textContent = text;
-  setTimeout(() => (b.textContent = label), 1500);
-}
-
-// --- code blocks: a header bar (language, file, Copy / Insert / Apply) above each block ---
-
-function decorateCodeBlocks(root: HTMLElement): void {
-  for (const block of Array.from(root.querySelectorAll<HTMLElement>('.code-block'))) {
-    const code = block.querySelector('code')?.textContent ?? '';
-    const info = block.dataset.info ?? '';
-    const before = block.previousElementSibling?.textContent ?? '';
-    const target = blockTarget(info, before);
-    const header = document.createElement('div');
-    header.className = 'code-header';
-    const label = document.createElement('span');
-    label.className = 'code-label';
-    label.textContent = target ?? (/language-([\w+#-]+)/.exec(block.querySelector('code')?.className ?? '')?.[1] ?? '');
-    const actions = document.createElement('span');
-    actions.className = 'code-actions';
-    const copy = button('Copy', () => {
-      post({ type: 'copy', text: code });
-      flash(copy, 'Copied');
-    }, 'copy', 'Copy code');
-    actions.append(copy,
-      button('Insert', () => post({ type: 'insert', code }), 'insert', 'Insert at Cursor'),
-      button('Apply', () => post({ type: 'apply', code, ...(target ? { path: target } : {}) }), 'apply',
-        `Apply to ${target ?? 'the active editor\'s file'} (shows a diff first)`));
-    header.append(label, actions);
-    block.prepend(header);
-  }
-}
-
 function renderInto(body: HTMLElement, text: string): void {
   body.replaceChildren(renderMarkdown(text));
-  decorateCodeBlocks(body);
+  decorateCodeBlocks(body, post);
 }
 
 // --- messages ---
@@ -191,9 +148,9 @@ function showMessage(m: Message): void {
   if (m.cancelled) markStopped(element);
 }
 
-function markStopped(element: HTMLElement): void {
+function markStopped(element: HTMLElement, text = 'Stopped'): void {
   element.classList.add('cancelled');
-  addNote(element, 'Stopped');
+  addNote(element, text);
 }
 
 function addNote(element: HTMLElement, text: string, className = 'note'): HTMLElement {
@@ -250,14 +207,15 @@ function endTurn(turnId: string, reply: string | undefined, cancelled: boolean):
   turn = undefined;
   setBusy(false);
   t.element.classList.remove('streaming');
-  if (!text) {
+  if (!text && !cancelled) {
     t.element.remove();
     updateWelcome();
     return undefined;
   }
   rawText.set(t.element, text);
   renderInto(t.body, text);
-  if (cancelled) markStopped(t.element);
+  // stopped before its first token: the turn stays, marked, with Retry (on the last reply)
+  if (cancelled) markStopped(t.element, text ? 'Stopped' : STOPPED_EMPTY);
   updateRetry();
   scrollToEnd();
   return t.element;
@@ -400,100 +358,9 @@ function showNotice(text: string): void {
   setTimeout(() => (notice.hidden = true), 8000);
 }
 
-// --- @ completion ---
+// --- @ completion (mentions.ts) ---
 
-let mentionRequest = 0;
-let mentionItems: MentionItem[] = [];
-let mentionActive = 0;
-
-/** The `@word` being typed just before the caret, if any. */
-function mentionAtCaret(): { start: number; query: string } | undefined {
-  const before = input.value.slice(0, input.selectionStart);
-  const m = /(^|\s)@([\w./-]*)$/.exec(before);
-  return m ? { start: before.length - (m[2]?.length ?? 0) - 1, query: m[2] ?? '' } : undefined;
-}
-
-function closeMentions(): void {
-  mentions.hidden = true;
-  mentionItems = [];
-  input.removeAttribute('aria-activedescendant');
-}
-
-function mentionLabel(item: MentionItem): string {
-  return item.kind === 'file' ? item.path : `@${item.kind}`;
-}
-
-function showMentions(items: MentionItem[]): void {
-  mentionItems = items;
-  mentionActive = 0;
-  if (!items.length || !mentionAtCaret()) return closeMentions();
-  mentions.replaceChildren(...items.map((item, i) => {
-    const li = document.createElement('li');
-    li.id = `mention-${i}`;
-    li.setAttribute('role', 'option');
-    li.className = `mention ${item.kind}`;
-    const label = document.createElement('span');
-    label.textContent = mentionLabel(item);
-    li.append(label);
-    if (item.kind !== 'file') {
-      const detail = document.createElement('span');
-      detail.className = 'detail';
-      detail.textContent = item.detail;
-      li.append(detail);
-    }
-    li.addEventListener('mousedown', (event) => {
-      event.preventDefault(); // keep the caret in the input
-      pickMention(i);
-    });
-    return li;
-  }));
-  mentions.hidden = false;
-  markActive();
-}
-
-function markActive(): void {
-  mentions.querySelectorAll('li').forEach((li, i) => li.setAttribute('aria-selected', String(i === mentionActive)));
-  input.setAttribute('aria-activedescendant', `mention-${mentionActive}`);
-  mentions.querySelector(`#mention-${mentionActive}`)?.scrollIntoView({ block: 'nearest' });
-}
-
-function pickMention(index: number): void {
-  const item = mentionItems[index];
-  const at = mentionAtCaret();
-  if (!item || !at) return closeMentions();
-  const end = input.selectionStart;
-  input.value = input.value.slice(0, at.start) + input.value.slice(end);
-  input.selectionStart = input.selectionEnd = at.start;
-  post({ type: 'attach', item });
-  saveDraft();
-  closeMentions();
-}
-
-function updateMentions(): void {
-  const at = mentionAtCaret();
-  if (!at) return closeMentions();
-  mentionRequest += 1;
-  post({ type: 'mention', requestId: mentionRequest, query: at.query });
-}
-
-/** true when the key was the popup's. */
-function mentionKey(event: KeyboardEvent): boolean {
-  if (mentions.hidden || !mentionItems.length) return false;
-  const n = mentionItems.length;
-  if (event.key === 'ArrowDown' || event.key === 'ArrowUp') {
-    mentionActive = (mentionActive + (event.key === 'ArrowDown' ? 1 : n - 1)) % n;
-    markActive();
-  } else if (event.key === 'Enter' || event.key === 'Tab') {
-    pickMention(mentionActive);
-  } else if (event.key === 'Escape') {
-    closeMentions();
-  } else {
-    return false;
-  }
-  event.preventDefault();
-  event.stopPropagation();
-  return true;
-}
+const mentionList = new Mentions(input, mentions, post, () => saveDraft());
 
 // --- messages from the extension ---
 
@@ -534,7 +401,7 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
       fillChips(chips, m.attachments, true);
       break;
     case 'mentions':
-      if (m.requestId === mentionRequest) showMentions(m.items);
+      mentionList.answer(m.requestId, m.items);
       break;
     case 'header':
       showHeader(m);
@@ -562,7 +429,7 @@ function send(): void {
   if (!text || turn) return;
   post({ type: 'send', text });
   input.value = '';
-  closeMentions();
+  mentionList.close();
   saveDraft();
 }
 
@@ -571,7 +438,7 @@ $('composer', HTMLFormElement).addEventListener('submit', (event) => {
   send();
 });
 input.addEventListener('keydown', (event) => {
-  if (mentionKey(event)) return;
+  if (mentionList.key(event)) return;
   if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
     event.preventDefault();
     send();
@@ -579,9 +446,9 @@ input.addEventListener('keydown', (event) => {
 });
 input.addEventListener('input', () => {
   saveDraft();
-  updateMentions();
+  mentionList.update();
 });
-input.addEventListener('blur', () => setTimeout(closeMentions, 150));
+input.addEventListener('blur', () => setTimeout(() => mentionList.close(), 150));
 // Escape stops a reply from anywhere in the view (the @ list takes it first when open).
 document.addEventListener('keydown', (event) => {
   if (event.key === 'Escape' && turn) {
@@ -590,7 +457,6 @@ document.addEventListener('keydown', (event) => {
   }
 });
 stopButton.addEventListener('click', () => post({ type: 'stop' }));
-$('new-thread', HTMLButtonElement).addEventListener('click', () => post({ type: 'newThread' }));
 $('threads', HTMLButtonElement).addEventListener('click', () => post({ type: 'threads' }));
 modelSelect.addEventListener('change', () => post({ type: 'pickModel', model: modelSelect.value }));
 // Links open through the extension (http/https/mailto only); the webview never navigates.

@@ -37,8 +37,11 @@ class Notifier:
             params["topicIds"] = ids
         self.server.protocol.notify(TOPICS_CHANGED, params)
 
-    def threads_changed(self, key: str, thread_id: str | None) -> None:
-        self.server.protocol.notify(THREADS_CHANGED, {"workspaceUri": key, "threadId": thread_id})
+    def threads_changed(self, key: str, thread_id: str | None, appended: list[str]) -> None:
+        params: wire.ThreadsChanged = {"workspaceUri": key, "threadId": thread_id}
+        if appended:
+            params["appended"] = appended
+        self.server.protocol.notify(THREADS_CHANGED, params)
 
     def summarizing(self, key: str, stage: ProgressStage, message: str, percentage: int) -> None:
         if not self.server.supports_progress():

@@ -441,6 +441,12 @@ METHODS: tuple[Method, ...] = (
         (
             Param("workspaceUri", "string", required=True),
             Param("threadId", "string", nullable=True),
+            Param(
+                "appended",
+                "array",
+                items="string",
+                doc="Threads another window added messages to (absent: none)",
+            ),
         ),
     ),
 )

@@ -352,6 +352,7 @@ class ThreadsChanged(TypedDict):
 
     workspaceUri: str
     threadId: NotRequired[str | None]
+    appended: NotRequired[list[str]]
 
 
 # the params structure of each client-to-server method

@@ -164,12 +164,16 @@ class Mirror:
         self.deletions = 0  # meta 'deletions' as last loaded or written
         self.appends = 0  # meta 'appends' (appends by any process) as last loaded or counted
         self.threads_changed = False  # a load brought thread changes (cleared by the reader)
+        self.appended_to: set[str] = set()  # threads a load brought new messages to (ditto)
         self.stale = False  # a commit this process made may be lost: the next load is whole
 
     # -- load --------------------------------------------------------------------------------
     def load(self, conn: Connection, window: ContextWindow, *, full: bool = False) -> bool:
         """Bring `window` up to date with the database; returns whether anything changed."""
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        # the hot messages the window holds (ours, or loaded before); on the first load, all
+        known = None if self.rev < 0 else {m.id for zone in window.hot.values() for m in zone}
+        appended_to = self.appended_to
         rev = int(meta["rev"])
         deletions = int(meta.get("deletions") or 0)
         appends = int(meta.get("appends") or 0)  # appends tag their rows with an older rev
@@ -180,12 +184,14 @@ class Mirror:
             full = True  # crash before a deferred commit was flushed): rebuild from what is
         if full or self.rev < 0 or self.stale:
             self.__init__(self.dialect)  # type: ignore[misc]
+            self.appended_to = appended_to  # not yet taken by the reader
             window.reset()
         elif rev == self.rev:
             if not appended:
                 return False
             hot = self._load_hot(conn, -1)  # only messages were added: their hot zones
             window.apply(StateDelta(hot=hot, fallback_summary=window.state().fallback_summary))
+            self._note_appended(hot, known)
             self.threads_changed = True
             self.appends = appends
             return True
@@ -225,12 +231,19 @@ class Mirror:
             recall=recall,
         )
         window.apply(delta)
+        self._note_appended(delta.hot, known)
         after = window.state()
         self._remember(after, delta)
         if forest is not None:
             self._place(after, forest, incremental=recall is None)
         self.rev, self.appends = rev, appends
         return True
+
+    def _note_appended(self, hot: Sequence[Message] | None, known: set[int] | None) -> None:
+        """The threads of loaded messages the window did not hold: another window's appends
+        (a new message is hot until this load at least, so the hot zones show them all)."""
+        if known is not None:
+            self.appended_to.update(m.thread_id for m in hot or () if m.id not in known)
 
     def _remember(self, state: WindowState, delta: StateDelta) -> None:
         """Fingerprints of what `delta` brought, as the window now holds it."""

@@ -24,8 +24,9 @@ class MemoryListener(Protocol):
     def summarizing(self, key: str, stage: ProgressStage, message: str, percentage: int) -> None:
         """Background summarizing started, advanced or ended."""
 
-    def threads_changed(self, key: str, thread_id: str | None) -> None:
-        """A thread was renamed or deleted (None: another window changed threads)."""
+    def threads_changed(self, key: str, thread_id: str | None, appended: list[str]) -> None:
+        """A thread was renamed or deleted (None: another window changed threads; `appended`:
+        the threads it added messages to)."""
 
 
 class Events:
@@ -46,10 +47,10 @@ class Events:
             except Exception:
                 log.exception("topicsChanged listener failed")
 
-    def threads_changed(self, thread_id: str | None) -> None:
+    def threads_changed(self, thread_id: str | None, appended: list[str] | None = None) -> None:
         if self.listener is not None:
             try:
-                self.listener.threads_changed(self.key, thread_id)
+                self.listener.threads_changed(self.key, thread_id, appended or [])
             except Exception:
                 log.exception("threadsChanged listener failed")
 

@@ -482,6 +482,7 @@ class WorkspaceMemory:
     def _external_change(self) -> None:
         """Another window committed: our window has reloaded; tell the client, maintain."""
         self.events.topics_changed("external", None)
-        if self.session.take_threads_changed():
-            self.events.threads_changed(None)
+        appended = self.session.take_threads_changed()
+        if appended is not None:
+            self.events.threads_changed(None, appended)
         self.kick()

@@ -15,6 +15,7 @@ from topicforest.engine.summarize.cascade import CascadeSummarizer
 from topicforest.engine.summarize.extractive import ExtractiveSummarizer
 from topicforest.workspace.chat_model import WORKER_GRACE, ChatModel
 from topicforest.workspace.llm_worker import WORKER, WorkerError
+from topicforest.workspace.served_window import served_window
 from topicforest.workspace.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -120,10 +121,13 @@ def close_soon(model: ChatModel) -> None:
         )
 
 
-async def model_window(model: str | None) -> int | None:
-    """The chat model's input window, if litellm knows it (asked of the worker process, which
-    starts, and imports litellm, on the first such question)."""
+async def model_window(model: str | None, api_base: str | None = None) -> int | None:
+    """The chat model's input window: litellm's figure (asked of the worker process, which
+    starts, and imports litellm, on the first such question), else what a local server serving
+    it reports (Ollama, llama.cpp, LM Studio)."""
     if not model:
         return None
     window = await WORKER.call("window", model)
-    return window if isinstance(window, int) else None
+    if isinstance(window, int):
+        return window
+    return await served_window(model, api_base)

@@ -19,6 +19,7 @@ from topicforest.attachments import AttachmentLog, InMemoryAttachments
 from topicforest.engine import ContextWindow, Message
 from topicforest.engine.render import sanitize_line
 from topicforest.store.binding import StoreBinding
+from topicforest.store.errors import ForeignThread
 from topicforest.store.watcher import Quiet
 
 THREAD_TITLE_CHARS = 200  # a title the user gave; a first message makes one of at most 80
@@ -76,8 +77,9 @@ class StoreSession(Protocol):
     def refresh(self) -> bool:
         """Load what other windows committed; whether anything changed."""
 
-    def take_threads_changed(self) -> bool:
-        """Whether another window changed threads since the last call."""
+    def take_threads_changed(self) -> list[str] | None:
+        """None if no other window changed threads since the last call, else the threads
+        that gained messages meanwhile (none, when threads were only renamed or deleted)."""
 
     def threads(self) -> list[ThreadInfo]: ...
 
@@ -138,8 +140,8 @@ class NullSession:
     def refresh(self) -> bool:
         return False
 
-    def take_threads_changed(self) -> bool:
-        return False
+    def take_threads_changed(self) -> list[str] | None:
+        return None
 
     def threads(self) -> list[ThreadInfo]:
         infos = [self._info(tid, ids) for tid, ids in self._threads.items() if ids]
@@ -224,10 +226,19 @@ class StoredSession:
     def refresh(self) -> bool:
         return self.binding.store.refresh()
 
-    def take_threads_changed(self) -> bool:
+    def take_threads_changed(self) -> list[str] | None:
         mirror = self.binding.store.mirror
         changed, mirror.threads_changed = mirror.threads_changed, False
-        return changed
+        appended, mirror.appended_to = sorted(mirror.appended_to), set()
+        return [t for t in appended if self._mine(t)] if changed else None
+
+    def _mine(self, thread_id: str) -> bool:
+        """Whether this person may see the thread (in a team memory, another's is private)."""
+        try:
+            self.binding.store.check_owner(thread_id)
+        except ForeignThread:
+            return False
+        return True
 
     def threads(self) -> list[ThreadInfo]:
         return [

@@ -122,6 +122,7 @@ export class WorkspaceEdit {
 /** A text document over a string: enough for getText, ranges, edits and save. */
 export class FakeDocument {
   saved = false;
+  version = 1;
   constructor(readonly uri: Uri, public text: string, readonly languageId = 'plaintext') {}
   get lineCount(): number {
     return this.text.split('\n').length;
@@ -139,6 +140,7 @@ export class FakeDocument {
     return range;
   }
   replace(range: Range, text: string): void {
+    this.version += 1;
     this.text = this.text.slice(0, this.offset(range.start)) + text + this.text.slice(this.offset(range.end));
   }
   save(): Promise<boolean> {
@@ -231,7 +233,23 @@ export enum ProgressLocation { SourceControl = 1, Window = 10, Notification = 15
 /** Every progress report made under window.withProgress, in order. */
 export const progressReports: { title?: string; message?: string; increment?: number }[] = [];
 
+export class TabInputTextDiff {
+  constructor(readonly original: Uri, readonly modified: Uri) {}
+}
+export interface FakeTab { label: string; input: unknown }
+/** The open editor tabs (one group); close() removes them. */
+export const tabGroups = {
+  all: [{ tabs: [] as FakeTab[] }],
+  close: fn((tabs: FakeTab[]) => {
+    const group = tabGroups.all[0] as { tabs: FakeTab[] };
+    group.tabs = group.tabs.filter((t) => !tabs.includes(t));
+    return Promise.resolve(true);
+  }),
+};
+
 export const window = {
+  tabGroups,
+  showQuickPick: fn((_items: unknown[], _options?: unknown): Promise<unknown> => Promise.resolve(undefined)),
   withProgress: fn(<T>(options: { title?: string },
     task: (progress: { report: (v: { message?: string; increment?: number }) => void }) => Promise<T>) =>
     task({ report: (v) => progressReports.push({ title: options.title, ...v }) })),

@@ -6,7 +6,8 @@ import * as mock from '../mocks/vscode';
 import { clearAllMocks } from '../mocks/vscode';
 import type { ToWebview } from '../../src/chatMessages';
 import { ChatController } from '../../src/chatView';
-import { ErrorCodes, type ChatParams } from '../../src/protocol';
+import { ErrorCodes, type ChatParams, type Message } from '../../src/protocol';
+import { eventually } from '../eventually';
 import { FakeConnection, Memento } from './fakes';
 
 type Handler = NonNullable<ConstructorParameters<typeof FakeConnection>[0]>;
@@ -32,6 +33,9 @@ function setup(handler: Handler, options: ConstructorParameters<typeof ChatContr
   const requests = (method: string) => conn.sent.filter((s) => s.method === method);
   return { conn, chat, posted, all, afterTurn, state, handles, requests };
 }
+
+const userMessage = (id: number, content: string): Message => ({ id, threadId: 'x', role: 'user', content,
+  timestamp: 1, tokens: 1, cancelled: false, attachments: [] });
 
 const tick = () => new Promise((r) => setTimeout(r, 0));
 
@@ -82,11 +86,36 @@ describe('chat controller', () => {
     await chat.handle({ type: 'send', text: 'second' }); // ignored while busy
     await chat.handle({ type: 'stop' });
     await pending;
-    expect(conn.sent).toHaveLength(1);
-    expect(conn.sent[0]!.token?.isCancellationRequested).toBe(true);
+    const chats = conn.sent.filter((s) => s.method === 'topicForest/chat');
+    expect(chats).toHaveLength(1); // the second was ignored
+    expect(chats[0]!.token?.isCancellationRequested).toBe(true);
     expect(posted.at(-1)).toMatchObject({ type: 'turnEnd', cancelled: true });
     expect(posted.some((m) => m.type === 'error')).toBe(false);
     expect(chat.busy).toBe(false);
+  });
+
+  it('a stop before the first token keeps the turn through a history load, and Retry asks it again', async () => {
+    const history: Message[] = [];
+    const { chat, conn, posted } = setup((method, params, token) => {
+      if (method === 'topicForest/threadHistory') return Promise.resolve({ messages: history });
+      return new Promise((_resolve, reject) => {
+        // the server stored the question before the model answered anything
+        history.push(userMessage(7, (params as ChatParams).message));
+        token?.onCancellationRequested(() => reject(Object.assign(new Error('cancelled'),
+          { code: ErrorCodes.RequestCancelled })));
+      });
+    });
+    const pending = chat.send('stop me early');
+    chat.stop();
+    await pending;
+    expect(posted.at(-1)).toMatchObject({ type: 'turnEnd', reply: '', cancelled: true });
+    await chat.loadHistory(); // e.g. the view re-opened: the stored thread has no reply to show
+    expect(posted.at(-1)).toMatchObject({ type: 'interrupted', text: 'stop me early', partial: '',
+      reason: 'Stopped before the reply began.' });
+    void chat.retry();
+    await eventually(() => expect(conn.sent.filter((s) => s.method === 'topicForest/chat')).toHaveLength(2), 60_000);
+    expect(conn.sent.filter((s) => s.method === 'topicForest/chat')[1]?.params).toMatchObject({ retryOf: 7 });
+    chat.stop();
   });
 
   it('a server that answers a stop with a partial reply keeps the partial text', async () => {
@@ -125,7 +154,7 @@ describe('chat controller', () => {
     await chat.handle({ type: 'ready' });
     expect(requests('topicForest/threadHistory')[0]).toMatchObject({ params: { threadId: first } });
     expect(posted[0]).toEqual({ type: 'history', threadId: first, messages: history });
-    await chat.handle({ type: 'newThread' });
+    await chat.newThread(); // the view title's + (topicForest.newThread)
     expect(chat.threadId).not.toBe(first);
     expect(posted.at(-1)).toEqual({ type: 'history', threadId: chat.threadId, messages: [] });
     expect(afterTurn).toHaveBeenCalledTimes(1); // the tree follows the current thread
@@ -235,6 +264,22 @@ describe('chat controller', () => {
     expect(chip).toMatchObject({ kind: 'file', path: 'src/app.py' });
     await chat.handle({ type: 'detach', id: chip.id! });
     expect(chat.pending.size).toBe(0);
+  });
+
+  it('the first message names the thread: the header leaves "New thread" after the first turn', async () => {
+    const threads: { threadId: string; messageCount: number; lastTime: number; title: string }[] = [];
+    const { chat, all, handles } = setup((m, p) => {
+      if (m === 'topicForest/listThreads') return { threads };
+      const params = p as ChatParams;
+      threads.push({ threadId: params.threadId, messageCount: 2, lastTime: 1, title: params.message });
+      return reply(params, 'ok');
+    });
+    handles.listThreads = true;
+    await chat.postHeader();
+    expect(all.at(-1)).toMatchObject({ type: 'header', title: 'New thread' });
+    await chat.send('How do I rotate the JWT secret?');
+    await eventually(() => expect(all.filter((m) => m.type === 'header').at(-1))
+      .toMatchObject({ title: 'How do I rotate the JWT secret?' }));
   });
 
   it('the model picker: chatModel plus topicForest.models, remembered per workspace, sent as model', async () => {
@@ -463,6 +508,26 @@ describe('chat controller', () => {
     await tick();
     expect(chat.threadId).not.toBe('mine');
     expect(posted.at(-1)).toMatchObject({ type: 'notice' });
+  });
+
+  it('threadsChanged naming this thread as appended to shows the stored transcript; others do not', async () => {
+    const stored = [userMessage(1, 'hi')];
+    const { chat, conn, posted, requests, state, handles } = setup((m) => (m === 'topicForest/listThreads'
+      ? { threads: [{ threadId: 'mine', messageCount: stored.length, lastTime: 1, title: 'Mine' }] }
+      : { threadId: 'mine', messages: [...stored] }));
+    handles.listThreads = true;
+    await state.update('topicForest.threadId', 'mine');
+    await chat.loadHistory();
+    const loads = () => requests('topicForest/threadHistory').length;
+    expect(loads()).toBe(1);
+    conn.emit('topicForest/threadsChanged', { workspaceUri: 'file:///ws', threadId: null, appended: ['other'] });
+    await tick();
+    expect(loads()).toBe(1);
+    stored.push({ ...userMessage(2, 'a reply from the other window'), role: 'assistant' });
+    conn.emit('topicForest/threadsChanged', { workspaceUri: 'file:///ws', threadId: null, appended: ['mine'] });
+    await eventually(() => expect(posted.at(-1)).toMatchObject({ type: 'history', threadId: 'mine' }));
+    const shown = posted.at(-1) as Extract<ToWebview, { type: 'history' }>;
+    expect(shown.messages.map((m) => m.content)).toEqual(['hi', 'a reply from the other window']);
   });
 
   it('focus puts the caret in the input; the empty chat learns what is missing', async () => {

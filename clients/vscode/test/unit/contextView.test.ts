@@ -57,7 +57,9 @@ describe('what the model sees', () => {
   it('asks the server for the thread\'s render and opens it read-only', async () => {
     clearAllMocks();
     const conn = new FakeConnection((method) => method === 'topicForest/renderContext' ? RENDER
-      : { topics: TOPICS, budget: 2048, used: 1587, threadId: 'thread-1', rendered: RENDER.topics, omittedTopics: [9] });
+      : method === 'topicForest/listThreads'
+        ? { threads: [{ threadId: 'thread-1', messageCount: 3, lastTime: 1, title: 'Parser errors in `lexer`' }] }
+        : { topics: TOPICS, budget: 2048, used: 1587, threadId: 'thread-1', rendered: RENDER.topics, omittedTopics: [9] });
     const provider = new ContextViewProvider(conn);
     const changed: string[] = [];
     provider.onDidChange((uri) => changed.push(uri.toString()));
@@ -69,8 +71,12 @@ describe('what the model sees', () => {
     expect(conn.sent.map((s) => [s.method, s.params])).toEqual([
       ['topicForest/renderContext', { threadId: 'thread-1' }],
       ['topicForest/listTopics', { threadId: 'thread-1' }],
+      ['topicForest/listThreads', {}],
     ]);
-    expect(text).toBe(contextMarkdown('thread-1', RENDER, TOPICS));
+    expect(text).toBe(contextMarkdown('Parser errors in `lexer`', RENDER, TOPICS));
+    // the thread by its title, not its id
+    expect(text).toContain('The history the next chat request of the thread `Parser errors in  lexer ` carries');
+    expect(text).not.toContain('thread-1');
     expect(vscode.window.showTextDocument).toHaveBeenCalled();
     provider.dispose();
   });

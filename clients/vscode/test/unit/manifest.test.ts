@@ -48,6 +48,20 @@ describe('package.json contributions', () => {
     expect(hidden).not.toContain('topicForest.restartServer');
   });
 
+  it('the chat gets the sidebar\'s height: Chat starts at four fifths, Topics at one (both movable)', () => {
+    const views = pkg.contributes.views.topicForest as { id: string; initialSize?: number }[];
+    expect(views.map((v) => [v.id, v.initialSize])).toEqual([['topicForest.chat', 4], ['topicForest.topics', 1]]);
+  });
+
+  it('every setting has one type, so the Settings UI can edit it (History Budget: "auto" or a number)', () => {
+    const properties = Object.entries(pkg.contributes.configuration.properties) as [string, { type?: unknown }][];
+    expect(properties.filter(([, p]) => Array.isArray(p.type)).map(([k]) => k)).toEqual([]);
+    const budget = pkg.contributes.configuration.properties['topicForest.historyBudget'] as { pattern: string };
+    const pattern = new RegExp(budget.pattern);
+    expect(['auto', '4096'].every((v) => pattern.test(v))).toBe(true);
+    expect(['', '0', '-5', 'lots'].some((v) => pattern.test(v))).toBe(false);
+  });
+
   it('"What the Model Sees" is in the Topics view\'s title bar and the command palette', () => {
     expect(pkg.contributes.commands).toContainEqual(expect.objectContaining(
       { command: 'topicForest.showContext', title: 'What the Model Sees', category: 'Topic Forest' }));

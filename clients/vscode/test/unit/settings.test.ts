@@ -44,6 +44,7 @@ describe('settings mapping', () => {
 
   it('accepts a numeric string budget, falls back to auto for nonsense', () => {
     expect(serverSettings(reader({ historyBudget: '2048' })).historyBudget).toBe(2048);
+    expect(serverSettings(reader({ historyBudget: '' })).historyBudget).toBe('auto');
     expect(serverSettings(reader({ historyBudget: 'lots' })).historyBudget).toBe('auto');
   });
 

@@ -63,7 +63,7 @@ describe('the Topics view header, status bar and welcome keys', () => {
     })).map((e) => e.contents);
     expect(shown('running', false)).toEqual([expect.stringContaining('No topics yet')]);
     expect(shown('running', false)[0]).toContain('[Open Chat](command:topicForest.chat.focus)');
-    expect(shown('running', true)[1]).toContain('[Set Chat Model](command:topicForest.configureModel)');
+    expect(shown('running', true)[1]).toContain('[Configure Model](command:topicForest.configureModel)');
     expect(shown('failed', false)).toEqual([expect.stringContaining('[Restart Server](command:topicForest.restartServer)')]);
     expect(shown('starting', false)).toEqual([expect.stringContaining('Starting')]);
   });

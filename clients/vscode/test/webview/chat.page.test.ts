@@ -227,6 +227,18 @@ describe('chat webview page', () => {
     expect(await page.locator('#stop').isVisible()).toBe(false);
   });
 
+  it('a stop before the first token keeps the turn, marked Stopped, with Retry', async () => {
+    await send({ type: 'turnStart', turnId: 't6', text: 'stop me early', attachments: [], resend: false });
+    await page.locator('#input').press('Escape');
+    expect((await posted()).filter((m) => m.type === 'stop')).toHaveLength(1);
+    await send({ type: 'turnEnd', turnId: 't6', reply: '', cancelled: true });
+    const stopped = page.locator('.msg.assistant.cancelled');
+    await eventually(async () => expect(await stopped.locator('.note').textContent()).toBe('Stopped before the reply began.'));
+    expect(await page.locator('.msg.user').last().textContent()).toContain('stop me early');
+    await stopped.getByRole('button', { name: 'Retry', exact: true }).click();
+    expect((await posted()).at(-1)).toEqual({ type: 'retry' });
+  });
+
   it('shows an error inline with what to do and its action buttons', async () => {
     await send({ type: 'turnStart', turnId: 't5', text: 'hi', attachments: [], resend: false });
     await send({ type: 'error', turnId: 't5', message: 'No chat model configured',
@@ -247,8 +259,8 @@ describe('chat webview page', () => {
     expect(await page.locator('.msg.user .body').innerText()).toBe('earlier **question**'); // user text is plain
     expect(await page.locator('.msg.assistant em').textContent()).toBe('answer');
     expect(await page.locator('.msg.assistant .note').textContent()).toBe('Stopped');
-    await page.getByRole('button', { name: 'New thread' }).click();
-    expect((await posted()).at(-1)).toEqual({ type: 'newThread' });
+    // one + for a new thread: the view's title bar has it (topicForest.newThread), not the page
+    expect(await page.getByRole('button', { name: 'New thread' }).count()).toBe(0);
   });
 });
 
@@ -298,7 +310,8 @@ function contrastOf(selector: string): Promise<number> {
 
 const CODE_REPLY = 'Change the loop.\n\nIn `src/app.py`:\n\n```python\nfor m in re.finditer(p, s):\n' +
   '    print(m)  # a comment long enough to need the whole width of a narrow sidebar\n```\n\n' +
-  '```ts path=web/x.ts\nconst a = 1;\n```';
+  '```ts path=web/x.ts\nconst a = 1;\n```\n\nAnd:\n\n```rust\n// src/cli.rs\nfn main() {}\n```\n\n' +
+  '```python ../x.py\nx = 1\n```';
 
 describe('chat webview page: code, retry, attachments, keyboard', () => {
   beforeEach(async () => {
@@ -317,6 +330,12 @@ describe('chat webview page: code, retry, attachments, keyboard', () => {
     expect(await contrastOf('.msg.assistant p code')).toBeGreaterThanOrEqual(4.5);
     expect(await contrastOf('.msg.assistant pre code')).toBeGreaterThanOrEqual(4.5);
     expect(await contrastOf('.msg.assistant pre code .hljs-keyword')).toBeGreaterThanOrEqual(4.5);
+    // Send has no background in High Contrast: the theme's contrast border outlines it
+    const sendBorder = await page.locator('#send').evaluate((b) => {
+      const style = getComputedStyle(b);
+      return [style.borderTopStyle, style.borderTopWidth, style.borderTopColor];
+    });
+    expect(sendBorder).toEqual(['solid', '1px', 'rgb(111, 195, 223)']);
     await page.screenshot({ path: join(ARTIFACTS, 'webview-chat-hc.png') });
   });
 
@@ -343,6 +362,12 @@ describe('chat webview page: code, retry, attachments, keyboard', () => {
     expect(sent.find((m) => m.type === 'apply')).toEqual({ type: 'apply', code, path: 'src/app.py' });
     await page.locator('.code-block').nth(1).getByRole('button', { name: 'Apply', exact: true }).click();
     expect((await posted()).at(-1)).toEqual({ type: 'apply', code: 'const a = 1;\n', path: 'web/x.ts' });
+    // a first-line comment names the file; a refused path is still named (the extension refuses it)
+    await page.locator('.code-block').nth(2).getByRole('button', { name: 'Apply', exact: true }).click();
+    expect((await posted()).at(-1)).toEqual({ type: 'apply', code: '// src/cli.rs\nfn main() {}\n', path: 'src/cli.rs' });
+    await page.locator('.code-block').nth(3).getByRole('button', { name: 'Apply', exact: true }).click();
+    expect((await posted()).at(-1)).toEqual({ type: 'apply', code: 'x = 1\n', path: '../x.py' });
+    expect(await page.locator('.code-block').nth(3).locator('.code-label').textContent()).toBe('../x.py');
     await page.screenshot({ path: join(ARTIFACTS, 'webview-chat-300px.png') });
   });
 
@@ -477,6 +502,15 @@ describe('chat webview page: code, retry, attachments, keyboard', () => {
     await eventually(async () => expect(await page.locator('#thread-title').textContent()).toBe('Parser bug <b>x</b>'));
     await page.locator('#model').selectOption('ollama/llama3');
     expect((await posted()).at(-1)).toEqual({ type: 'pickModel', model: 'ollama/llama3' });
+    // at 300 px the picker shows a model's name and the title keeps room of its own
+    await page.setViewportSize({ width: 300, height: 700 });
+    await send({ type: 'header', title: 'A long thread title about the parser and its error positions',
+      models: ['openai/qwen2.5-coder', 'ollama/llama3'], model: 'openai/qwen2.5-coder' });
+    await eventually(async () => expect(await page.locator('#model').inputValue()).toBe('openai/qwen2.5-coder'));
+    const [picker, title] = await Promise.all([page.locator('#model').boundingBox(), page.locator('#threads').boundingBox()]);
+    expect(picker!.width).toBeGreaterThanOrEqual(110);
+    expect(title!.width).toBeGreaterThanOrEqual(80);
+    expect(picker!.x + picker!.width).toBeLessThanOrEqual(300);
     await page.getByRole('button', { name: 'Threads' }).click();
     expect((await posted()).at(-1)).toEqual({ type: 'threads' });
     await send({ type: 'turnStart', turnId: 'w', text: 'hello', attachments: [], resend: false });

@@ -69,7 +69,7 @@ async def did_change_configuration(
     if _memory_choice(ls.settings) != chosen and ls.workspaces.started:  # open that memory
         for memory in await ls.workspaces.reopen():
             ls.notifier.topics_changed(memory.key, "configured", None)
-            ls.notifier.threads_changed(memory.key, None)
+            ls.notifier.threads_changed(memory.key, None, [])
     warm(ls)
 
 
@@ -112,7 +112,7 @@ def warm(ls: TopicForestServer) -> None:
         for memory in list(ls.workspaces.memories.values()):
             await memory.chat_model.route()
         freeze_heap()  # aiohttp, routes
-        window = await model_window(settings.chat_model)
+        window = await model_window(settings.chat_model, settings.api_base)
         if ls.settings is settings:  # not superseded meanwhile
             ls.workspaces.configure(settings, window)
             for memory in list(ls.workspaces.memories.values()):
