@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m topicforest.eval",
         description="Compare Topic Forest, flat recursive summarization and truncation on "
         "conversations with planted facts; writes docs/benchmarks.md and PNG plots. Then the "
-        f"external set ({EXTERNAL}): printed, skipped with a reason when absent.",
+        f"external set ({EXTERNAL}), in the same report; skipped with a reason when absent.",
     )
     parser.add_argument("conversations", nargs="*", type=Path, help="extra conversation files")
     parser.add_argument(

@@ -190,6 +190,7 @@ def external_json(ext: External) -> dict[str, Any]:
         "source": str(EXTERNAL),
         "budget": ext.budget,
         "aider_note": ext.aider_note,
+        "seconds": round(ext.seconds, 1),
         "questions": data.questions,
         "answerable": data.answerable,
         "unanswerable": [asdict(u) for u in data.unanswerable],
