@@ -84,7 +84,7 @@ def _split(evaluation: Evaluation) -> str:
 
 def _external(ext: External) -> list[str]:
     if isinstance(ext, str):
-        return [f"External set (aider PR #4940's conversations): not run ({ext}).", ""]
+        return [f"External set (aider PR #4940's conversations): not run ({ext})."]
     data = ext.data
     aider = has_aider(ext)
 
@@ -112,7 +112,6 @@ def _external(ext: External) -> list[str]:
         "The upstream figures are their LLM judge on their own histories; ours are a mechanical",
         "answer-key rule that agrees with that judge on 89.5% of its verdicts, so they are not",
         "strictly comparable.",
-        "",
     ]
 
 
