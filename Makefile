@@ -55,6 +55,8 @@ $(AIDER_STAMP):
 	$(AIDER_VENV)/bin/python -m pip install --quiet aider-chat==$(AIDER_VERSION)
 	touch $(AIDER_STAMP)
 
+# docs/benchmarks.md (dev set, then the external set); with no ARGS it also rewrites the README's
+# generated figures (between the markers in "How well it remembers").
 eval: $(STAMP)
 	@$(MAKE) --no-print-directory $(AIDER_STAMP) || echo "note: $(AIDER_VENV) could not be built (aider-chat==$(AIDER_VERSION)); the eval omits aider's column"
 	$(PY) -m topicforest.eval $(ARGS)

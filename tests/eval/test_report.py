@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from topicforest.eval.report import pooled_ari, pooled_purity, summary_lines, targets, worst
 from topicforest.eval.run import (
     Clustering,
     ConversationResult,
@@ -10,7 +9,10 @@ from topicforest.eval.run import (
     FactOutcome,
     Options,
 )
+from topicforest.eval.scores import pooled_ari, pooled_purity, worst
+from topicforest.eval.summary import summary_lines
 from topicforest.eval.systems import Cost
+from topicforest.eval.targets import targets
 
 SYSTEMS = ("forest_query", "forest", "flat", "aider", "truncation")
 

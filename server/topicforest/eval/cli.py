@@ -12,13 +12,17 @@ from pathlib import Path
 
 from topicforest.eval import external
 from topicforest.eval.dataset import DatasetError, default_paths, load_conversation
-from topicforest.eval.external import EXTERNAL
-from topicforest.eval.external_run import evaluate_external, external_lines
+from topicforest.eval.external import EXTERNAL, ExternalSet
+from topicforest.eval.external_run import ExternalEvaluation, evaluate_external, external_lines
 from topicforest.eval.quick import dev_lines
-from topicforest.eval.report import summary_lines, write_report
+from topicforest.eval.readme import readme_lines, sync_readme
+from topicforest.eval.report import write_report
+from topicforest.eval.report_external import External, external_targets
 from topicforest.eval.run import Options, run
+from topicforest.eval.summary import summary_lines
 
 SHARED = Path(os.environ.get("TOPICFOREST_EVAL_DIR", "../shared/eval"))
+README = Path("README.md")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m topicforest.eval",
         description="Compare Topic Forest, flat recursive summarization and truncation on "
         "conversations with planted facts; writes docs/benchmarks.md and PNG plots. Then the "
-        f"external set ({EXTERNAL}): printed, skipped with a reason when absent.",
+        f"external set ({EXTERNAL}), in the same report; skipped with a reason when absent.",
     )
     parser.add_argument("conversations", nargs="*", type=Path, help="extra conversation files")
     parser.add_argument(
@@ -108,13 +112,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    code = 0 if args.external_only else _dev(args, argv)
-    if code == 0 and not args.no_external:
-        code = _external(args)
-    return code
+    external_set = _load_external(args)
+    if isinstance(external_set, int):
+        return external_set
+    if args.external_only or args.quick:  # printed only (no report)
+        code = 0 if args.external_only else _dev(args, argv, None)
+        if code == 0 and external_set is not None:
+            _print_external(_run_external(args, external_set))
+        return code
+    return _dev(args, argv, external_set)
 
 
-def _dev(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
+def _dev(
+    args: argparse.Namespace, argv: Sequence[str] | None, external_set: ExternalSet | None
+) -> int:
+    """The dev set; with the report (not --quick), the external set is run and written too."""
     given = list(args.conversations)
     paths = given if args.only else [*default_paths(SHARED), *given]
     if not paths:
@@ -149,33 +161,61 @@ def _dev(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
         print(f"({time.perf_counter() - started:.0f} s; no report written: --quick)")
         return 0
     print(f"aider: {evaluation.aider_note}")
+    external: External = _skipped(args) or "not found"
+    if external_set is not None:
+        external = _run_external(args, external_set)
+        _print_external(external)
     out = args.out or Path("docs/benchmarks-real.md" if args.model else "docs/benchmarks.md")
-    command = "make eval" if argv is None and len(sys.argv) == 1 else _command(argv)
-    files = write_report(evaluation, out, command)
-    print("\n".join(summary_lines(evaluation)))
+    plain = argv is None and len(sys.argv) == 1
+    command = "make eval" if plain else _command(argv)
+    files = write_report(evaluation, out, command, external)
+    print("\n".join(summary_lines(evaluation, external_targets(external))))
     print("wrote " + ", ".join(str(f) for f in files))
+    block = readme_lines(evaluation, external)
+    if plain and args.out is None and sync_readme(block, README):
+        print(f"updated {README}'s generated figures")
+    else:
+        print(f"README figures (copy between the markers of {README}):")
+        print("\n".join(block))
     return 0
 
 
-def _external(args: argparse.Namespace) -> int:
-    """The external set, printed (the report does not show it yet)."""
-    reason = "--model (it runs with the stub's summarizer)" if args.model else None
-    reason = reason or external.missing(EXTERNAL)
+def _skipped(args: argparse.Namespace) -> str | None:
+    """Why the external set is not run, or None."""
+    if args.no_external:
+        return "--no-external"
+    if args.model:
+        return "--model (it runs with the stub's summarizer)"
+    return external.missing(EXTERNAL)
+
+
+def _load_external(args: argparse.Namespace) -> ExternalSet | int | None:
+    """The external set (loaded before the long dev run, so a damaged one fails first), None
+    when it is skipped (said on stderr), or an exit code."""
+    reason = _skipped(args)
     if reason:
-        print(f"\nexternal set skipped: {reason}", file=sys.stderr)
-        return 0
+        if not args.no_external:
+            print(f"note: external set skipped: {reason}", file=sys.stderr)
+        return None
     try:
-        data = external.load_external(EXTERNAL)
+        return external.load_external(EXTERNAL)
     except DatasetError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+def _run_external(args: argparse.Namespace, data: ExternalSet) -> ExternalEvaluation:
     started = time.perf_counter()
     evaluation = evaluate_external(
         data, args.budget, aider=not args.no_aider, jobs=args.jobs, pause=not args.no_pause
     )
+    evaluation.seconds = time.perf_counter() - started
+    return evaluation
+
+
+def _print_external(evaluation: ExternalEvaluation) -> None:
     print("\n" + "\n".join(external_lines(evaluation)))
-    print(f"({time.perf_counter() - started:.0f} s with {args.jobs} process(es))")
-    return 0
+    print(f"({evaluation.seconds:.0f} s)")
 
 
 def _command(argv: Sequence[str] | None) -> str:

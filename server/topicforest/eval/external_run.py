@@ -54,6 +54,7 @@ class ExternalEvaluation:
     budget: int
     results: list[ExternalResult] = field(default_factory=list)
     aider_note: str = ""
+    seconds: float = 0.0  # wall time of the whole external run
 
     def pooled(self, kept: str) -> tuple[int, int]:
         pairs = [(getattr(r, kept), r.questions) for r in self.results]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import statistics
 
-from topicforest.eval.report import pct, pooled_ari, pooled_purity, rate, worst
 from topicforest.eval.run import ConversationResult, Evaluation
+from topicforest.eval.scores import pct, pooled_ari, pooled_purity, rate, worst
 
 
 def largest_share(c: ConversationResult) -> float:
