@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import * as vscode from 'vscode';
 import type { Chip, MentionItem } from './chatMessages';
 import type { Attachment, AttachmentRef } from './protocol';
+import { leadsOutThroughLink } from './paths';
 
 /** Per file, what is sent at most (the server then fits it into its own budget). */
 export const MAX_FILE_BYTES = 200_000;
@@ -173,7 +174,8 @@ export class PendingAttachments {
       return attachment ? this.addAttachment(attachment) : false;
     }
     const uri = (await this.workspaceFiles()).get(item.path);
-    return uri ? this.addFile(uri) : false;
+    if (!uri || await leadsOutThroughLink(uri)) return false; // a listed link may point anywhere
+    return this.addFile(uri);
   }
 
   /** The last editor, if code can be attached from it. */

@@ -77,3 +77,16 @@ export async function checkWorkspacePath(path: string | vscode.Uri): Promise<Che
   }
   return refused('is outside this workspace');
 }
+
+/** Whether a file found in the workspace is a link (or inside a linked folder) that leads out of
+ *  every workspace folder: attaching it would read outside what the user opened. */
+export async function leadsOutThroughLink(uri: vscode.Uri): Promise<boolean> {
+  if (uri.scheme !== 'file') return false;
+  const real = await resolved(uri.fsPath);
+  if (real === undefined) return true;
+  if (real === nodePath.normalize(uri.fsPath)) return false;
+  for (const folder of vscode.workspace.workspaceFolders ?? []) {
+    if (inside((await resolved(folder.uri.fsPath)) ?? folder.uri.fsPath, real) !== undefined) return false;
+  }
+  return true;
+}

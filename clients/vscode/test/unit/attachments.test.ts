@@ -1,3 +1,6 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as nodePath from 'node:path';
 import { beforeEach, describe, it } from 'node:test';
 import { expect } from 'expect';
 import * as vscode from 'vscode';
@@ -128,6 +131,28 @@ describe('attachments', () => {
     expect(await list.addMention({ kind: 'file', path: 'src/app.py' })).toBe(true);
     expect(list.chips.map((c) => c.path)).toEqual(['src/app.py']);
     expect(mock.workspace.fs.readFile.mock.calls.map(([u]) => u.path)).not.toContain('/etc/passwd');
+  });
+
+  it('a listed link that leads out of the workspace is refused; one that stays inside is attached', async () => {
+    const root = fs.mkdtempSync(nodePath.join(os.tmpdir(), 'tf-attach-'));
+    const [ws, outside] = [nodePath.join(root, 'ws'), nodePath.join(root, 'outside')];
+    fs.mkdirSync(nodePath.join(ws, 'src'), { recursive: true });
+    fs.mkdirSync(outside);
+    fs.writeFileSync(nodePath.join(outside, 'secret.txt'), 'outside');
+    fs.writeFileSync(nodePath.join(ws, 'src/app.py'), 'inside');
+    fs.symlinkSync(nodePath.join(outside, 'secret.txt'), nodePath.join(ws, 'notes.txt'));
+    fs.symlinkSync(nodePath.join(ws, 'src/app.py'), nodePath.join(ws, 'alias.py'));
+    mock.workspace.workspaceFolders = [{ uri: mock.Uri.file(ws) }];
+    mock.workspace.findFiles.mockResolvedValueOnce(['notes.txt', 'alias.py'].map((f) => mock.Uri.file(nodePath.join(ws, f))));
+    mock.workspace.asRelativePath.mockImplementation((u: mock.Uri) => nodePath.relative(ws, u.path));
+    try {
+      const { list } = pending();
+      expect((await list.mentions('')).map((m) => m.path).sort()).toEqual(['alias.py', 'notes.txt']);
+      expect(await list.addMention({ kind: 'file', path: 'notes.txt' })).toBe(false);
+      expect(await list.addMention({ kind: 'file', path: 'alias.py' })).toBe(true);
+    } finally {
+      mock.workspace.asRelativePath.mockImplementation((u: mock.Uri) => u.path.replace(/^\/ws\//, ''));
+    }
   });
 
   it('a file is read when the message goes out: the open (unsaved) buffer first, else the disk', async () => {
