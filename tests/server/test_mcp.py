@@ -333,7 +333,7 @@ async def test_a_team_memory_is_served_read_only(tmp_path: Path, postgres: Any) 
         editor.initialize(
             [folder], options | {"chatModel": "openai/stub", "apiBase": stub.base_url}
         )
-        turns = SAMPLE[:20] + PLANTED
+        turns = PLANTED + SAMPLE[:20]  # the fact graduates: a closed window keeps its hot zone
         stub.script(*[text for role, text in turns if role == "assistant"])
         try:
             chat(editor, turns)
@@ -350,7 +350,7 @@ async def test_a_team_memory_is_served_read_only(tmp_path: Path, postgres: Any) 
         for topic in listed["topics"]:
             await call(client, "read_topic", id=topic["id"], limit=50)
         assert advisory_leases(url) == 0  # the MCP server, running, takes no lease
-    assert expected <= {t["id"] for t in listed["topics"]}  # closing flushed its threads too
+    assert expected <= {t["id"] for t in listed["topics"]}
     assert any(FACT in p["text"] for r in searched["results"][:1] for p in r["passages"])
     assert FACT in text(recalled)
     assert team_dump(url) == (before, tables)
