@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from topicforest.store.commands import add_location
 from topicforest.workspace.settings import Settings
 
 INSTALL = "pip install 'topicforest[mcp]'"
@@ -20,13 +21,7 @@ def register(subparsers: Any) -> None:
         help="serve the workspace's memory to agents as read-only MCP tools (stdio)",
         description=__doc__,
     )
-    parser.add_argument("--workspace", default=".", help="workspace folder (default: current)")
-    parser.add_argument("--store-path", help="memory directory (topicForest.storePath)")
-    parser.add_argument(
-        "--store-url",
-        help="the team memory's PostgreSQL (topicForest.storeUrl; password from PGPASSWORD or "
-        "~/.pgpass)",
-    )
+    add_location(parser)
     parser.add_argument(
         "--user", help="whose threads, in a team memory (topicForest.user; default: the OS user)"
     )

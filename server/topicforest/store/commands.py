@@ -18,27 +18,28 @@ from topicforest.store.transfer import export_memory, fork_memory, import_memory
 
 def register(subparsers: Any) -> None:
     topics = subparsers.add_parser("topics", help="list a workspace's remembered topics")
-    _location(topics)
+    add_location(topics)
     topics.set_defaults(func=_guarded(cmd_topics))
 
     export = subparsers.add_parser("export", help="write a workspace memory as JSON")
-    _location(export)
+    add_location(export)
     export.add_argument("-o", "--output", help="file to write (default: standard output)")
     export.set_defaults(func=_guarded(cmd_export))
 
     imp = subparsers.add_parser("import", help="load a JSON export into an empty memory")
-    _location(imp)
+    add_location(imp)
     imp.add_argument("file", help="export file, or - for standard input")
     imp.set_defaults(func=_guarded(cmd_import))
 
     fork = subparsers.add_parser("fork", help="copy a workspace memory into a new one")
-    _location(fork)
+    add_location(fork)
     fork.add_argument("--to", required=True, help="workspace folder the copy belongs to")
     fork.add_argument("--to-store-path", help="directory for the copy (default: as the source)")
     fork.set_defaults(func=_guarded(cmd_fork))
 
 
-def _location(parser: argparse.ArgumentParser) -> None:
+def add_location(parser: argparse.ArgumentParser) -> None:
+    """The options that name a workspace's memory (every command that opens one takes them)."""
     parser.add_argument("--workspace", default=".", help="workspace folder (default: current)")
     parser.add_argument("--store-path", help="memory directory (topicForest.storePath)")
     parser.add_argument(
