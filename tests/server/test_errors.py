@@ -6,14 +6,8 @@ from typing import Any
 
 import pytest
 
-from topicforest.server.protocol import (
-    INVALID_PARAMS,
-    MAX_TEXT,
-    PREFIX,
-    REQUESTS,
-    UNKNOWN_TOPIC,
-    UNKNOWN_WORKSPACE,
-)
+from topicforest.server.params import INVALID_PARAMS, MAX_TEXT, UNKNOWN_TOPIC, UNKNOWN_WORKSPACE
+from topicforest.server.protocol import PREFIX, REQUESTS
 
 from .conftest import Client
 

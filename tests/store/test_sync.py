@@ -167,3 +167,31 @@ def test_refreshes_within_and_across_idf_epochs_equal_a_fresh_open(memory: Memor
             fresh.close()
     assert wa.embedder.epoch >= 2  # the writer went through new IDF epochs on the way
     assert in_place >= 20  # and most refreshes applied counts without one
+
+
+def test_another_window_shows_the_same_reshapes(memory: Memory) -> None:
+    """A merge and a split made by the window that maintains the forest are shown as such in
+    a window that only loads them from the store (engine/reshaping.py: note_loaded)."""
+    a, b = memory.open(), memory.open()
+    wa, wb = a.open_window(), b.open_window()
+    fill(a)
+    b.refresh()
+    first, last = wa.topic_ids()[0], wa.topic_ids()[-1]
+    shown = {first: wa.title(first), last: wa.title(last)}
+    survivor = wa.merge_topics(first, last)
+    absorbed = last if survivor == first else first
+    mover = next(r for r in wa.topic_ids() if r != survivor and wa.forest.size(r) >= 4)
+    part = wa.forest.members(mover)[-2:]  # its newest exchange
+    units = [u for u in wa.refiner.units.values() if set(u.ids) == set(part)]
+    shown[mover] = wa.title(mover)
+    new = wa.split_topic(mover, units)
+    with a.transaction():
+        pass  # commit
+    assert b.refresh()
+
+    def record(window, root):  # type: ignore[no-untyped-def]
+        return [(n.kind, n.other, n.other_title) for n in window.topic(root).reshapes]
+
+    assert record(wb, survivor) == record(wa, survivor) == [("merged", absorbed, shown[absorbed])]
+    assert record(wb, new) == record(wa, new) == [("splitOff", mover, shown[mover])]
+    assert record(wb, mover) == record(wa, mover) == [("split", new, wa.title(new))]

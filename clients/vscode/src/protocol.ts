@@ -4,6 +4,8 @@ export type Role = 'user' | 'assistant';
 
 export type AttachmentKind = 'file' | 'selection' | 'problems';
 
+export type ReshapeKind = 'splitOff' | 'split' | 'merged' | 'movedIn' | 'movedOut';
+
 export interface Spend {
   calls: number;
   inputTokens: number;
@@ -26,6 +28,15 @@ export interface Topic {
   firstTime: number;
   lastTime: number;
   spend: Spend;
+  reshapes: Reshape[];
+}
+
+export interface Reshape {
+  kind: ReshapeKind;
+  otherId: number;
+  otherTitle: string | null;
+  messages: number;
+  at: number;
 }
 
 export interface Message {

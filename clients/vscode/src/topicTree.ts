@@ -4,6 +4,7 @@ import * as vscode from 'vscode';
 import type { Connection } from './connection';
 import { compactTokens, excerpt, formatTime } from './format';
 import type { ListTopicsResult, Message, Topic } from './protocol';
+import { reshapeLines, reshapeMark } from './reshapes';
 
 /** Where a topic stands in the next request for the current thread (listTopics {threadId}). */
 export type Placement =
@@ -143,6 +144,11 @@ export function topicTooltip(topic: Topic, placement: Placement,
     md.appendMarkdown('\n\n');
     md.appendText(`Files: ${topic.files.slice(0, 8).map((f) => displayPath(f, folders)).join(', ')}`);
   }
+  const changes = reshapeLines(topic);
+  if (changes.length) {
+    md.appendMarkdown('\n\n**Reshaped by new messages**\n\n');
+    changes.forEach((line) => { md.appendMarkdown('- '); md.appendText(line); md.appendMarkdown('\n'); });
+  }
   return md;
 }
 
@@ -151,8 +157,10 @@ export function topicTooltip(topic: Topic, placement: Placement,
  *  tooltip has it all. */
 export const ROW_CHARS = 24;
 
-export function topicItem(topic: Topic, placement: Placement, folders?: readonly string[]): vscode.TreeItem {
-  const description = topicDescription(topic, placement);
+export function topicItem(topic: Topic, placement: Placement, folders?: readonly string[],
+  now?: number): vscode.TreeItem {
+  const mark = reshapeMark(topic, now);  // a recent split or merge shows on the row itself
+  const description = [mark, topicDescription(topic, placement)].filter(Boolean).join(' · ');
   const item = new vscode.TreeItem(excerpt(topic.title || `Topic ${topic.id}`, ROW_CHARS - description.length - 1),
     vscode.TreeItemCollapsibleState.Collapsed);
   item.id = `topic-${topic.id}`;
@@ -163,7 +171,7 @@ export function topicItem(topic: Topic, placement: Placement, folders?: readonly
   const states = topicStates(topic);
   item.accessibilityInformation = { label: `${topic.title}: ${placementText(placement)} ` +
     `Source: ${topic.messageCount} message${topic.messageCount === 1 ? '' : 's'}, ${topic.sourceTokens} tokens` +
-    `${states.length ? `; ${states.join(', ')}` : ''}.` };
+    `${states.length ? `; ${states.join(', ')}` : ''}.${mark ? ` Recently ${mark === 'split' ? 'split off another topic' : 'merged with another topic'}.` : ''}` };
   return item;
 }
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from topicforest.engine.summarize.base import Summarizer, SummaryResult
 from topicforest.engine.summarize.flat import summarize_flat
-from topicforest.engine.window import ContextWindow, SummaryJob
+from topicforest.engine.summary_jobs import SummaryJob
+from topicforest.engine.window import ContextWindow
 
 log = logging.getLogger(__name__)
 

@@ -17,10 +17,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from topicforest.engine import InvalidMessage, UnknownTopic
 from topicforest.server import wire
-from topicforest.server.protocol import (
-    BY_NAME,
+from topicforest.server.params import (
     CHAT_NOT_CONFIGURED,
-    PREFIX,
     PROVIDER_ERROR,
     STORE_ERROR,
     UNKNOWN_TOPIC,
@@ -30,6 +28,7 @@ from topicforest.server.protocol import (
     invalid_params,
     validate,
 )
+from topicforest.server.protocol import BY_NAME, PREFIX
 from topicforest.store.errors import ForeignThread, StoreError
 from topicforest.workspace.errors import (
     ChatNotConfigured,

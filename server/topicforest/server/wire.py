@@ -14,6 +14,8 @@ Role = Literal["user", "assistant"]
 
 AttachmentKind = Literal["file", "selection", "problems"]
 
+ReshapeKind = Literal["splitOff", "split", "merged", "movedIn", "movedOut"]
+
 
 class Spend(TypedDict):
     calls: int
@@ -37,6 +39,15 @@ class Topic(TypedDict):
     firstTime: float
     lastTime: float
     spend: Spend
+    reshapes: list[Reshape]
+
+
+class Reshape(TypedDict):
+    kind: ReshapeKind
+    otherId: int
+    otherTitle: str | None
+    messages: int
+    at: float
 
 
 class Message(TypedDict):

@@ -61,7 +61,7 @@ export function makeTopic(overrides: Partial<Topic> = {}): Topic {
     pending: false, messageCount: 4, sourceTokens: 1530, summaryTokens: 40, pinned: false,
     expanded: false, dropped: false, files: ['src/lexer.py'], symbols: ['tokenize'],
     firstTime: 1_700_000_000, lastTime: 1_700_000_100,
-    spend: { calls: 1, inputTokens: 300, outputTokens: 40 }, ...overrides,
+    spend: { calls: 1, inputTokens: 300, outputTokens: 40 }, reshapes: [], ...overrides,
   };
 }
 
