@@ -156,3 +156,13 @@ def test_no_query_render_keeps_facts_from_the_whole_topic() -> None:
     text = window.render(thread_id="t").text()
     early = [f"src/s0_step{i}.py" for i in range(8)]
     assert sum(path in text for path in early) >= 3, text
+
+
+def test_a_cut_lists_no_bare_one_or_two_digit_numbers() -> None:
+    """A render's cut summary read "Also mentioned: 14, ApiClient, 8.8, 15s, 15." and
+    "…, 06, 00, CPU, 38.": a number of one or two digits alone names nothing."""
+    digest = Digest("We set the pool to 14 and a 15s timeout on port 8000 since 2024 (06:00).", [])
+    also = digest.select(20, 0.0)
+    assert also.startswith("Also mentioned:")
+    names = also.removeprefix("Also mentioned:").rstrip(".").split(", ")
+    assert [n.strip() for n in names] == ["15s", "8000", "2024"]

@@ -162,7 +162,9 @@ class Digest:
         self.ranked = [position for _, position in sorted(scored, reverse=True)]
         self.named = [bool(ents) for ents in found]
         known = known.lower()
-        self.entities = _spread([[e for e in ms if e.lower() not in known] for ms in mentions])
+        self.entities = _spread(
+            [[e for e in ms if e.lower() not in known and not _bare_number(e)] for ms in mentions]
+        )
         self.entity_costs = [estimate_tokens(e) + 1 for e in self.entities]
         self.names = [e for ms in mentions for e in ms]
         self.first_seen = {e: i for i, e in enumerate(dict.fromkeys(self.names))}
@@ -219,6 +221,12 @@ class Digest:
             missing.sort(key=self.first_seen.__getitem__)  # in conversation order
             text += (" " if text else "") + f"{ALSO} " + ", ".join(missing) + "."
         return text
+
+
+def _bare_number(name: str) -> bool:
+    """"14", "06": a number of one or two digits alone names nothing (a list of them read as
+    noise in the renders' cut summaries); a port, a year or a version still does."""
+    return len(name) <= 2 and name.isdigit()
 
 
 def _spread(found: Sequence[Sequence[str]]) -> list[str]:
