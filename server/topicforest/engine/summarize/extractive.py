@@ -224,7 +224,7 @@ class Digest:
 
 
 def _bare_number(name: str) -> bool:
-    """"14", "06": a number of one or two digits alone names nothing (a list of them read as
+    """ "14", "06": a number of one or two digits alone names nothing (a list of them read as
     noise in the renders' cut summaries); a port, a year or a version still does."""
     return len(name) <= 2 and name.isdigit()
 
