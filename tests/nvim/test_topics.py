@@ -142,3 +142,29 @@ def test_an_unknown_topic_is_an_error_returned_and_shown_not_thrown(
     assert result is None
     assert err["code"] == -32001 and "424242" in err["message"]
     assert "merged" in err["hint"]
+
+
+def test_reshapes_are_said_in_the_list_and_the_preview(nvim: Nvim) -> None:
+    """Topic.reshapes as the VS Code client says them: a recent split or merge among the row's
+    states, every change with its time in the preview."""
+    nvim.lua("package.path = vim.env.TOPICFOREST_NVIM_PLUGIN .. '/lua/?.lua;' .. package.path")
+    at = 1_700_000_000
+    topic = {
+        "id": 7, "title": "Checkout", "summary": "s", "messageCount": 4, "sourceTokens": 10,
+        "summaryTokens": 2, "pending": False, "pinned": False, "expanded": False,
+        "dropped": False, "files": [],
+        "reshapes": [
+            {"kind": "movedIn", "otherId": 3, "otherTitle": None, "messages": 2, "at": at},
+            {"kind": "splitOff", "otherId": 3, "otherTitle": "Stripe\nwebhooks", "messages": 6,
+             "at": at - 60},
+        ],
+    }  # fmt: skip
+    ui = "local ui = require('topicforest.ui') "
+    assert nvim.lua(ui + "return ui.recent_reshape(...)", topic, at + 5) == "split"
+    assert nvim.lua(ui + "return ui.recent_reshape(...)", topic, at + 3600) is None
+    lines = nvim.lua("return require('topicforest.topics').preview_lines(..., {})", topic)
+    start = lines.index("Reshaped by new messages:")
+    assert lines[start + 2 : start + 4] == [
+        "- 2023-11-14 22:13: 2 messages moved in from topic 3.",
+        '- 2023-11-14 22:12: Split off "Stripe webhooks" (6 messages).',
+    ]

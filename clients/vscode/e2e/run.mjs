@@ -711,8 +711,15 @@ async function main() {
     const previewTab = /^(?!What the Model Sees).*\.md/;
     const tab = page.locator('.tabs-container .tab', { hasText: previewTab });
     await tab.first().waitFor({ timeout: 20_000 });
-    const editorText = page.locator('.editor-group-container .monaco-editor .view-lines').first();
-    await waitFor('the preview text', async () => /Summary/.test(await editorText.innerText()));
+    // rendered by VS Code's Markdown preview: a webview, found by its "Summary" heading
+    const previewText = async () => {
+      for (const frame of page.frames()) {
+        const heading = frame.locator('h2', { hasText: /^Summary$/ });
+        if (await heading.count().catch(() => 0)) return frame.locator('body').innerText().catch(() => '');
+      }
+      return '';
+    };
+    await waitFor('the rendered preview', async () => /Source messages/.test(await previewText()));
     mark('preview', tP);
     log(`preview tab: ${(await tab.first().innerText()).trim()}`);
     await shot('06-preview');
@@ -725,7 +732,7 @@ async function main() {
     await waitFor('a summary (a row no longer pending)', async () =>
       (await rowLabels(topicRows)).some((t) => !/summary pending/.test(t)), 60_000);
     await waitFor('the open preview to show the summary',
-      async () => !/No summary yet/.test(await editorText.innerText()), 20_000);
+      async () => /Source messages/.test(await previewText()) && !/No summary yet/.test(await previewText()), 20_000);
     mark('summaryArrived', tS);
     log(`after the summary: ${(await topicRows.allInnerTexts()).map((t) => t.replace(/\s+/g, ' ')).join(' | ')}`);
     await shot('07-summarized');
@@ -747,6 +754,7 @@ async function main() {
       throw new Error(`a message row opened another preview tab: ${JSON.stringify(previews)}, before ${JSON.stringify(keptOpen)}`);
     }
     await first.locator('.monaco-tl-twistie').click(); // collapse it again
+    await runCommand(page, 'View: Close All Editors'); // the chat is the one webview again
     await contextViewMatchesBudget('07b-what-the-model-sees');
     await sidebarAt300px();
     await themeScreenshots();

@@ -79,13 +79,20 @@ export class TopicCommands {
     }
   }
 
-  /** One topic, one preview tab: from the menu, a message row or a link alike. */
+  /** One topic, one preview tab: from the menu, a message row or a link alike. VS Code's own
+   *  Markdown preview renders the read-only document (its model and user text stays fenced);
+   *  where that preview is not available, the document itself is shown. */
   async preview(arg: TopicArg): Promise<void> {
     const topicId = topicIdOf(arg);
     if (topicId === undefined) return;
     try {
-      const doc = await vscode.workspace.openTextDocument(this.previewUriOf(topicId, arg));
-      await vscode.window.showTextDocument(doc, { preview: true });
+      const uri = this.previewUriOf(topicId, arg);
+      const doc = await vscode.workspace.openTextDocument(uri);
+      try {
+        await vscode.commands.executeCommand('markdown.showPreview', uri);
+      } catch {
+        await vscode.window.showTextDocument(doc, { preview: true });
+      }
     } catch (error) {
       await this.showError(error);
     }

@@ -19,6 +19,17 @@ export function fence(text: string, info = ''): string {
   return `${ticks}${info}\n${text}\n${ticks}`;
 }
 
+/** `text` as plain Markdown text: every character Markdown or HTML would read as structure is
+ *  escaped, so a summary renders as the words it is and cannot forge links, headings or HTML. */
+export function plainMarkdown(text: string): string {
+  return text.replace(/[\\`*_{}[\]()#+\-.!<>|~&]/g, '\\$&');
+}
+
+/** `text` as a Markdown block quote of plain text (blank lines kept as paragraph breaks). */
+export function quoteText(text: string): string {
+  return text.split('\n').map((line) => (line.trim() ? `> ${plainMarkdown(line)}` : '>')).join('\n');
+}
+
 export function formatTime(epochSeconds: number): string {
   return new Date(epochSeconds * 1000).toISOString().replace('T', ' ').slice(0, 16);
 }

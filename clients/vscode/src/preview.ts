@@ -2,8 +2,9 @@
 // cannot be edited or saved).
 import * as vscode from 'vscode';
 import type { Connection } from './connection';
-import { fence, formatTime } from './format';
+import { fence, formatTime, plainMarkdown, quoteText } from './format';
 import type { Message, Topic } from './protocol';
+import { reshapeLines } from './reshapes';
 import { displayPath, topicStates } from './topicTree';
 
 export const PREVIEW_SCHEME = 'topicforest-preview';
@@ -21,7 +22,8 @@ export function topicIdFromUri(uri: vscode.Uri): number {
   return Number(match[1]);
 }
 
-/** Model and user text goes inside fences so it cannot forge headings or structure. */
+/** Rendered by VS Code's Markdown preview: the summary as an escaped quote, messages inside
+ *  fences, so model and user text cannot forge headings, links or HTML. */
 export function previewMarkdown(topic: Topic, messages: Message[]): string {
   const states = topicStates(topic);
   const lines = [
@@ -32,9 +34,11 @@ export function previewMarkdown(topic: Topic, messages: Message[]): string {
     '',
     '## Summary',
     '',
-    topic.summary ? fence(topic.summary, 'text') : '_No summary yet: it is being written in the background._',
+    topic.summary ? quoteText(topic.summary) : '_No summary yet: it is being written in the background._',
     '',
   ];
+  const changes = reshapeLines(topic);
+  if (changes.length) lines.push('Reshaped by new messages:', '', ...changes.map((c) => `- ${plainMarkdown(c)}`), '');
   if (topic.files.length) lines.push(`Files: ${topic.files.map((f) => `\`${displayPath(f).replace(/`/g, '')}\``).join(', ')}`, '');
   lines.push(`## Source messages (${messages.length})`, '');
   for (const m of messages) {

@@ -127,6 +127,13 @@ function M.preview_lines(topic, messages)
   if #(topic.files or {}) > 0 then
     vim.list_extend(lines, { '', 'Files: ' .. table.concat(topic.files, ', ') })
   end
+  local changes = ui.reshape_lines(topic)
+  if #changes > 0 then
+    vim.list_extend(lines, { '', 'Reshaped by new messages:', '' })
+    for _, change in ipairs(changes) do
+      table.insert(lines, '- ' .. change)
+    end
+  end
   vim.list_extend(lines, { '', ('## Source messages (%d)'):format(#messages), '' })
   for _, m in ipairs(messages) do
     table.insert(

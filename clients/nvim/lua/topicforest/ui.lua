@@ -90,7 +90,68 @@ function M.states(topic)
   if topic.pending then
     table.insert(out, 'summary pending')
   end
+  local recent = M.recent_reshape(topic)
+  if recent then
+    table.insert(out, recent)
+  end
   return out
+end
+
+-- How new messages reshaped a topic (listTopics' `reshapes`, newest first), as the VS Code
+-- client says it: no reshuffle of the memory is silent.
+M.RECENT_SECONDS = 3600
+
+local function other(note)
+  local title = note.otherTitle ~= vim.NIL and note.otherTitle or nil
+  return title and ('"' .. title:gsub('%s+', ' ') .. '"')
+    or ('topic ' .. note.otherId)
+end
+
+local function count(n)
+  return ('%d message%s'):format(n, n == 1 and '' or 's')
+end
+
+local RESHAPE_TEXT = {
+  splitOff = function(n)
+    return ('Split off %s (%s).'):format(other(n), count(n.messages))
+  end,
+  split = function(n)
+    return ('%s of it were split off into %s.'):format(count(n.messages), other(n))
+  end,
+  merged = function(n)
+    return ('%s was merged into it.'):format(other(n))
+  end,
+  movedIn = function(n)
+    return ('%s moved in from %s.'):format(count(n.messages), other(n))
+  end,
+  movedOut = function(n)
+    return ('%s moved to %s.'):format(count(n.messages), other(n))
+  end,
+}
+
+--- Each recent change with its time.
+function M.reshape_lines(topic)
+  local out = {}
+  for _, note in ipairs(topic.reshapes or {}) do
+    local text = RESHAPE_TEXT[note.kind]
+    if text then
+      table.insert(out, M.time(note.at) .. ': ' .. text(note))
+    end
+  end
+  return out
+end
+
+--- "split" or "merged" while the newest such change is under an hour old, else nil.
+function M.recent_reshape(topic, now)
+  for _, note in ipairs(topic.reshapes or {}) do
+    if note.kind == 'splitOff' or note.kind == 'merged' then
+      if (now or os.time()) - note.at <= M.RECENT_SECONDS then
+        return note.kind == 'merged' and 'merged' or 'split'
+      end
+      return nil
+    end
+  end
+  return nil
 end
 
 --- A scratch buffer (no file, wiped when hidden) named `name`, holding `root`.

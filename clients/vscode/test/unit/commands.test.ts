@@ -74,7 +74,16 @@ describe('topic commands', () => {
     expect(uri.query).toBe('id=42');
     expect(uri.path).toBe(`/${node.topic.title.replace(/[^\w .-]+/g, ' ').replace(/\s+/g, ' ').trim()}.md`);
     expect(uri.path).not.toContain('Topic 42');
+    expect(vscode.commands.executeCommand).toHaveBeenCalledWith('markdown.showPreview', uri);  // rendered
+    expect(vscode.window.showTextDocument).not.toHaveBeenCalled();
+  });
+
+  it('preview shows the document itself where no Markdown preview is available', async () => {
+    setup();
+    mocked(vscode.commands.executeCommand).mockImplementationOnce(() => Promise.reject(new Error('command not found')));
+    await registeredCommands.get('topicForest.previewTopic')?.(node);
     expect(vscode.window.showTextDocument).toHaveBeenCalled();
+    expect(vscode.window.showErrorMessage).not.toHaveBeenCalled();
   });
 
   it('an expand that does not fit whole, or pushes topics out, says so', async () => {

@@ -19,13 +19,24 @@ describe('topic preview document', () => {
         cancelled: true, attachments: [] },
     ]);
     expect(md.split('\n')[0]).toBe('# T fake heading');
-    expect(md).toContain('## Summary\n\n```text\nI asked you about tokenize() in lexer.py.\n```');
+    expect(md).toContain('## Summary\n\n> I asked you about tokenize\\(\\) in lexer\\.py\\.\n');
     expect(md).toContain('pinned');
     expect(md).toContain('## Source messages (2)');
     expect(md).toContain('````markdown\n# not a heading\n```\nx\n```\n````');
     expect(md).toContain('### Assistant · 1970-01-01 00:01 · 1 tokens · cancelled');
     // no line outside a fence starts with "# " except the title
     expect(md.split('\n').filter((l) => l.startsWith('# '))).toEqual(['# T fake heading', '# not a heading']);
+  });
+
+  it('renders a summary as plain quoted text: no link, heading or HTML of its own', () => {
+    const md = previewMarkdown(makeTopic({ summary: '# h\n[x](command:evil) <img src=x> done.\n\nmore' }), []);
+    expect(md).toContain('> \\# h\n> \\[x\\]\\(command:evil\\) \\<img src=x\\> done\\.\n>\n> more');
+  });
+
+  it('lists how new messages reshaped the topic', () => {
+    const md = previewMarkdown(makeTopic({ reshapes: [{ kind: 'merged', otherId: 3, otherTitle: 'Stripe',
+      messages: 4, at: 0 }] }), []);
+    expect(md).toContain('Reshaped by new messages:\n\n- 1970\\-01\\-01 00:00: "Stripe" was merged into it\\.');
   });
 
   it('names files under the workspace folder relative to it', () => {
