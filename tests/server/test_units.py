@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from topicforest.server import protocol
+from topicforest.server import protocol, validation
 from topicforest.workspace.settings import DEFAULTS, Settings, parse_settings, to_wire
 
 
@@ -95,14 +95,14 @@ def test_docs_describe_every_method_and_error() -> None:
 
 def test_validate_applies_defaults_and_names_fields() -> None:
     pin = protocol.BY_NAME["topicForest/pinTopic"]
-    assert protocol.validate(pin, {"topicId": 3}) == {
+    assert validation.validate(pin, {"topicId": 3}) == {
         "workspaceUri": None,
         "topicId": 3,
         "pinned": True,
         "threadId": None,
     }
-    with pytest.raises(protocol.ProtocolError) as info:
-        protocol.validate(pin, {"topicId": 2**60})
+    with pytest.raises(validation.ProtocolError) as info:
+        validation.validate(pin, {"topicId": 2**60})
     assert info.value.code == protocol.INVALID_PARAMS and info.value.data == {"field": "topicId"}
 
 

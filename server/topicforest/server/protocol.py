@@ -1,7 +1,8 @@
 """THE wire protocol: every custom method, its params, result shape and errors, in one table.
 
-Handlers get params validated by `validate()` (errors name the field) as the typed structures of
-`wire.py`, and build results with the `*_json` functions below, typed by `wire.py` too. `wire.py`
+The table is written in the vocabulary of `validation.py` (`Method`, `Param`), which also checks
+each request's params against it (errors name the field); handlers get them as the typed
+structures of `wire.py` and build results with `results.py`, typed by `wire.py` too. `wire.py`
 (Python) and the client's `src/protocol.ts` (TypeScript) are generated from this table by
 `python -m topicforest.server.codegen --write`, which also writes `protocol.json` (the table as
 JSON); a test fails when any of the three is stale.
@@ -12,36 +13,27 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from topicforest.attachments import (
-    KINDS,
-    MAX_ATTACHMENTS,
-    REFERENCE_ROOM,
-    Attachment,
-    AttachmentRef,
-    user_text,
+from topicforest.attachments import MAX_ATTACHMENTS, REFERENCE_ROOM
+from topicforest.server.validation import (
+    INVALID_PARAMS,
+    MAX_TEXT,
+    MAX_URI,
+    Method,
+    Param,
+    parse_api_key,
+    parse_attachment,
 )
-from topicforest.engine import Message, TopicView
-from topicforest.engine.render import RenderedContext
-from topicforest.server import wire
-from topicforest.workspace.session import ThreadInfo
-from topicforest.workspace.turn import ChatOutcome
 
 PREFIX = "topicForest/"
-MAX_TEXT = 200_000  # characters in a chat message or query (the engine's message limit)
 MAX_ID = 200  # characters in thread ids, turn ids, URIs are limited separately
-MAX_URI = 4096
-MAX_LANGUAGE = 100  # characters in an attachment's language id
 MAX_TITLE = 200  # characters in a thread title
-MAX_LINE = 100_000_000  # a line number
 PROTOCOL_VERSION = 1
 
 # -- error codes -----------------------------------------------------------------------------
-INVALID_PARAMS = -32602
 UNKNOWN_TOPIC = -32001
 UNKNOWN_WORKSPACE = -32002
 CHAT_NOT_CONFIGURED = -32003
@@ -60,28 +52,12 @@ ERRORS: dict[str, int] = {
 }
 
 
-class ProtocolError(Exception):
-    """A documented JSON-RPC error (`rpc` hands it to pygls, which sends it as the response).
-
-    Not pygls' own exception class: this module is imported before pygls is (see `early`).
-    """
-
-    def __init__(self, code: int, message: str, data: Any | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
-
-
-def invalid_params(name: str, problem: str) -> ProtocolError:
-    return ProtocolError(INVALID_PARAMS, f"{name}: {problem}", {"field": name})
-
-
 # -- shapes ----------------------------------------------------------------------------------
 # Named unions of literals (a TypeScript type alias, a Python Literal).
 ALIASES: dict[str, str] = {
     "Role": '"user"|"assistant"',
     "AttachmentKind": '"file"|"selection"|"problems"',
+    "ModelProblem": '"noKey"|"keyRefused"|"unknownModel"|"unreachable"|"timeout"|"failed"',
 }
 SHAPES: dict[str, dict[str, str]] = {
     "Spend": {"calls": "integer", "inputTokens": "integer", "outputTokens": "integer"},
@@ -130,6 +106,11 @@ SHAPES: dict[str, dict[str, str]] = {
         "tokens": "integer",
         "truncated": "boolean",
     },
+    "ApiKey": {  # sent by the client; never stored, logged or echoed
+        "provider": "string",
+        "apiBase?": "string|null",
+        "apiKey": "string",
+    },
     "Thread": {
         "threadId": "string",
         "messageCount": "integer",
@@ -137,47 +118,6 @@ SHAPES: dict[str, dict[str, str]] = {
         "title": "string",
     },
 }
-
-Kind = Literal["string", "integer", "boolean", "number", "array"]
-PY_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "boolean": (bool,),
-    "number": (int, float),
-    "array": (list, tuple),
-}
-
-
-@dataclass(frozen=True)
-class Param:
-    name: str
-    kind: Kind
-    required: bool = False
-    default: Any = None
-    doc: str = ""
-    max_length: int | None = None  # strings
-    min_length: int | None = None
-    minimum: int | None = None  # integers
-    maximum: int | None = None
-    nullable: bool = False
-    items: str | None = None  # arrays: the shape of their items (the table's type is items[])
-    max_items: int | None = None
-    parse: Callable[[str, Any], Any] | None = None  # arrays: checks and types each item
-
-
-@dataclass(frozen=True)
-class Method:
-    name: str
-    kind: Literal["request", "notification"]
-    direction: Literal["clientToServer", "serverToClient"]
-    doc: str
-    params: tuple[Param, ...] = ()
-    result: dict[str, str] = field(default_factory=dict)
-    errors: tuple[str, ...] = ()
-    # answered by `early` (before pygls is loaded) from the workspaces alone: read-only
-    # requests and notifications whose handlers need no pygls
-    early: bool = False
-
 
 WORKSPACE = Param(
     "workspaceUri",
@@ -400,6 +340,54 @@ METHODS: tuple[Method, ...] = (
         COMMON_ERRORS,
     ),
     Method(
+        PREFIX + "setApiKeys",
+        "request",
+        "clientToServer",
+        "The client's API keys, replacing those it sent before ([] forgets them): each for a"
+        " provider (litellm's name: openai, anthropic, gemini, openrouter, ...) and, for a"
+        " self-hosted or OpenAI-compatible server, its apiBase. Kept in the server's memory only"
+        " and used before the environment's keys; never stored, logged or shown.",
+        (
+            Param(
+                "keys",
+                "array",
+                required=True,
+                items="ApiKey",
+                max_items=50,
+                parse=lambda name, item: parse_api_key(name, item),
+            ),
+        ),
+        {"count": "integer"},
+        ("InvalidParams",),
+    ),
+    Method(
+        PREFIX + "testModel",
+        "request",
+        "clientToServer",
+        "Send a model one tiny request, the way a chat turn would: whether it answers, and if"
+        " not, the problem in plain words (`detail`: the provider's own, redacted).",
+        (
+            WORKSPACE,
+            Param("model", "string", max_length=MAX_ID, nullable=True, doc="Default: chatModel"),
+            Param(
+                "apiBase",
+                "string",
+                max_length=MAX_URI,
+                nullable=True,
+                doc='Absent: the endpoint settings give the model; "": the provider\'s own',
+            ),
+        ),
+        {
+            "model": "string",
+            "apiBase": "string|null",
+            "ok": "boolean",
+            "problem": "ModelProblem|null",
+            "message": "string",
+            "detail": "string",
+        },
+        (*COMMON_ERRORS, "ChatModelNotConfigured", "RequestCancelled"),
+    ),
+    Method(
         PREFIX + "activeFileChanged",
         "notification",
         "clientToServer",
@@ -455,219 +443,6 @@ REQUESTS = tuple(m for m in METHODS if m.kind == "request")
 
 
 # -- validation ------------------------------------------------------------------------------
-def validate(method: Method, raw: object) -> dict[str, Any]:
-    """Typed params with defaults applied; raises InvalidParams naming the offending field."""
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, Mapping):
-        raise invalid_params("params", f"must be an object, not {_json_type(raw)}")
-    out: dict[str, Any] = {}
-    for param in method.params:
-        value = raw.get(param.name)
-        if value is None:
-            if param.required:
-                raise invalid_params(param.name, "is required")
-            out[param.name] = param.default
-            continue
-        out[param.name] = _check(param, value)
-    return out
-
-
-def _check(param: Param, value: object) -> Any:
-    if isinstance(value, bool) and param.kind != "boolean":
-        raise invalid_params(param.name, f"must be {_article(param.kind)}, not a boolean")
-    if isinstance(value, float) and param.kind == "integer" and value.is_integer():
-        value = int(value)  # some clients send 3.0
-    if not isinstance(value, PY_TYPES[param.kind]):
-        raise invalid_params(param.name, f"must be {_article(param.kind)}, not {_json_type(value)}")
-    if isinstance(value, str) and not _encodable(value):
-        raise invalid_params(param.name, "must be valid Unicode text (it holds a lone surrogate)")
-    if isinstance(value, str) and param.max_length is not None and len(value) > param.max_length:
-        raise invalid_params(
-            param.name, f"is {len(value)} characters long; the limit is {param.max_length}"
-        )
-    if isinstance(value, str) and param.min_length is not None and len(value) < param.min_length:
-        raise invalid_params(param.name, "must not be empty")
-    if isinstance(value, list | tuple):
-        if param.max_items is not None and len(value) > param.max_items:
-            limit = param.max_items
-            raise invalid_params(param.name, f"has {len(value)} items; the limit is {limit}")
-        if param.parse is not None:
-            return [param.parse(f"{param.name}[{i}]", item) for i, item in enumerate(value)]
-        return list(value)
-    if isinstance(value, int) and not isinstance(value, bool):
-        if param.minimum is not None and value < param.minimum:
-            raise invalid_params(param.name, f"must be at least {param.minimum}")
-        if param.maximum is not None and value > param.maximum:
-            raise invalid_params(param.name, f"must be at most {param.maximum}")
-        if abs(value) > 2**53:
-            raise invalid_params(param.name, "is out of range")
-    return value
-
-
-def parse_attachment(name: str, raw: object) -> Attachment:
-    """One chat attachment, checked field by field (errors name `attachments[2].path`)."""
-    if not isinstance(raw, Mapping):
-        raise invalid_params(name, f"must be an object, not {_json_type(raw)}")
-    kind = raw.get("kind")
-    if kind not in KINDS:
-        raise invalid_params(f"{name}.kind", f"must be one of {', '.join(KINDS)}")
-    path = _check(Param(f"{name}.path", "string", max_length=MAX_URI), raw.get("path"))
-    if not path.strip():
-        raise invalid_params(f"{name}.path", "must not be empty")
-    text = _check(Param(f"{name}.text", "string", max_length=MAX_TEXT), raw.get("text"))
-    language = raw.get("language")
-    if language is not None:
-        language = _check(Param(f"{name}.language", "string", max_length=MAX_LANGUAGE), language)
-    return Attachment(kind, path, text, _line_range(f"{name}.range", raw.get("range")), language)
-
-
-def _line_range(name: str, raw: object) -> tuple[int, int] | None:
-    if raw is None:
-        return None
-    if not isinstance(raw, Mapping):
-        raise invalid_params(name, f"must be an object, not {_json_type(raw)}")
-    start, end = (
-        _check(Param(f"{name}.{key}", "integer", minimum=0, maximum=MAX_LINE), raw.get(key))
-        for key in ("startLine", "endLine")
-    )
-    if end < start:
-        raise invalid_params(f"{name}.endLine", "must not be before startLine")
-    return start, end
-
-
-def _encodable(text: str) -> bool:
-    """Whether `text` can be stored and sent as UTF-8 (JSON's \\ud800 escapes decode to lone
-    surrogates, which SQLite and every encoder refuse)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _article(kind: str) -> str:
-    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
-
-
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, Sequence):
-        return "an array"
-    return "an object"
-
-
-# -- results ---------------------------------------------------------------------------------
-def topic_json(view: TopicView) -> wire.Topic:
-    return {
-        "id": view.id,
-        "title": view.title,
-        "summary": view.summary,
-        "pending": view.pending,
-        "messageCount": view.message_count,
-        "sourceTokens": view.source_tokens,
-        "summaryTokens": view.summary_tokens,
-        "pinned": view.pinned,
-        "expanded": view.expanded,
-        "dropped": view.dropped,
-        "files": list(view.files),
-        "symbols": list(view.symbols),
-        "firstTime": view.first_time,
-        "lastTime": view.last_time,
-        "spend": {
-            "calls": view.spend.calls,
-            "inputTokens": view.spend.input_tokens,
-            "outputTokens": view.spend.output_tokens,
-        },
-    }
-
-
-def message_json(message: Message, refs: Sequence[AttachmentRef] = ()) -> wire.Message:
-    """A message as the client shows it: the user's own text (the reference lines the model
-    sees become the `attachments` chips)."""
-    return {
-        "id": message.id,
-        "threadId": message.thread_id,
-        "role": message.role,
-        "content": user_text(message.content, refs),
-        "timestamp": message.timestamp,
-        "tokens": message.tokens,
-        "cancelled": message.cancelled,
-        "attachments": [attachment_ref_json(r) for r in refs],
-    }
-
-
-def messages_json(pairs: Sequence[tuple[Message, Sequence[AttachmentRef]]]) -> list[wire.Message]:
-    return [message_json(message, refs) for message, refs in pairs]
-
-
-def attachment_ref_json(ref: AttachmentRef) -> wire.AttachmentRef:
-    return {
-        "kind": ref.kind,
-        "path": ref.path,
-        "range": {"startLine": ref.range[0], "endLine": ref.range[1]} if ref.range else None,
-        "language": ref.language,
-        "sha256": ref.sha256,
-        "tokens": ref.tokens,
-        "truncated": ref.truncated,
-    }
-
-
-def thread_json(thread: ThreadInfo) -> wire.Thread:
-    return {
-        "threadId": thread.thread_id,
-        "messageCount": thread.message_count,
-        "lastTime": thread.last_time,
-        "title": thread.title,
-    }
-
-
-def rendered_topics_json(context: RenderedContext) -> list[wire.RenderedTopic]:
-    return [{"id": t.id, "mode": t.mode, "tokens": t.tokens} for t in context.topics]
-
-
-def render_json(context: RenderedContext) -> wire.RenderContextResult:
-    return {
-        "messages": [{"role": m["role"], "content": m["content"]} for m in context.messages],
-        "tokens": context.tokens,
-        "budget": context.budget,
-        "topics": rendered_topics_json(context),
-        "omittedTopics": list(context.omitted_topics),
-        "hotMessageIds": list(context.hot_message_ids),
-        "fallback": context.fallback,
-    }
-
-
-def chat_json(outcome: ChatOutcome) -> wire.ChatResult:
-    reply = outcome.reply_message
-    return {
-        "threadId": outcome.thread_id,
-        "turnId": outcome.turn_id,
-        "reply": outcome.reply,
-        "cancelled": outcome.cancelled,
-        "usage": {
-            "promptTokens": outcome.prompt_tokens,
-            "completionTokens": outcome.completion_tokens,
-        },
-        "userMessageId": outcome.user_message.id,
-        "replyMessageId": reply.id if reply else None,
-        "context": {
-            "tokens": outcome.context.tokens,
-            "budget": outcome.context.budget,
-            "topics": rendered_topics_json(outcome.context),
-        },
-        "attachments": [attachment_ref_json(r) for r in outcome.attachments],
-        "model": outcome.model,
-    }
-
-
 # -- export ----------------------------------------------------------------------------------
 def table() -> dict[str, Any]:
     """The protocol as plain JSON data (what the client mirrors)."""

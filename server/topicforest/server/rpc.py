@@ -25,11 +25,8 @@ from topicforest.server.protocol import (
     STORE_ERROR,
     UNKNOWN_TOPIC,
     UNKNOWN_WORKSPACE,
-    Method,
-    ProtocolError,
-    invalid_params,
-    validate,
 )
+from topicforest.server.validation import Method, ProtocolError, invalid_params, validate
 from topicforest.store.errors import ForeignThread, StoreError
 from topicforest.workspace.errors import (
     ChatNotConfigured,

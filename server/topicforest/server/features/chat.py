@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING
 
 from topicforest.server import wire
 from topicforest.server.notify import CHAT_DELTA
-from topicforest.server.protocol import PREFIX, chat_json
+from topicforest.server.protocol import PREFIX
+from topicforest.server.results import chat_json
 from topicforest.server.rpc import request
 
 if TYPE_CHECKING:

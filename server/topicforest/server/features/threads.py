@@ -6,14 +6,10 @@ from typing import TYPE_CHECKING
 
 from topicforest.engine.render import sanitize_line
 from topicforest.server import wire
-from topicforest.server.protocol import (
-    MAX_TITLE,
-    PREFIX,
-    invalid_params,
-    messages_json,
-    thread_json,
-)
+from topicforest.server.protocol import MAX_TITLE, PREFIX
+from topicforest.server.results import messages_json, thread_json
 from topicforest.server.rpc import Handler, Host, request
+from topicforest.server.validation import invalid_params
 
 if TYPE_CHECKING:
     from topicforest.server.server import TopicForestServer

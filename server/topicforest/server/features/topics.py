@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from topicforest.server import wire
-from topicforest.server.protocol import PREFIX, messages_json, rendered_topics_json, topic_json
+from topicforest.server.protocol import PREFIX
+from topicforest.server.results import messages_json, rendered_topics_json, topic_json
 from topicforest.server.rpc import Handler, Host, request
 
 if TYPE_CHECKING:
