@@ -20,7 +20,7 @@ from topicforest.attachments import (
 from topicforest.engine import ContextWindow
 from topicforest.engine.config import WindowConfig
 from topicforest.engine.tokens import estimate_tokens as count
-from topicforest.server.params import MAX_TEXT
+from topicforest.server.protocol import MAX_TEXT
 from topicforest.testing.stub_llm import StubLLM
 from topicforest.workspace.memory import WorkspaceMemory
 from topicforest.workspace.settings import Settings

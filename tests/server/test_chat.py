@@ -6,8 +6,7 @@ import asyncio
 
 from lsprotocol import types
 
-from topicforest.server.params import CHAT_NOT_CONFIGURED, PROVIDER_ERROR
-from topicforest.server.protocol import PREFIX, SHAPES
+from topicforest.server.protocol import CHAT_NOT_CONFIGURED, PREFIX, PROVIDER_ERROR, SHAPES
 from topicforest.testing.stub_llm import STUB_API_KEY, ThreadedStubLLM
 
 from .conftest import HANG, SAMPLE, Client, replay, summarized

@@ -12,7 +12,7 @@ from aiohttp import web
 from tests.server.conftest import Client
 from topicforest.engine import ContextWindow
 from topicforest.engine.config import WindowConfig
-from topicforest.server.params import PROVIDER_ERROR
+from topicforest.server.protocol import PROVIDER_ERROR
 from topicforest.testing.stub_llm import STUB_API_KEY, StubLLM, ThreadedStubLLM
 from topicforest.workspace.chat_model import ChatModel
 from topicforest.workspace.errors import ProviderError

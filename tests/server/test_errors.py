@@ -6,8 +6,14 @@ from typing import Any
 
 import pytest
 
-from topicforest.server.params import INVALID_PARAMS, MAX_TEXT, UNKNOWN_TOPIC, UNKNOWN_WORKSPACE
-from topicforest.server.protocol import PREFIX, REQUESTS
+from topicforest.server.protocol import (
+    INVALID_PARAMS,
+    MAX_TEXT,
+    PREFIX,
+    REQUESTS,
+    UNKNOWN_TOPIC,
+    UNKNOWN_WORKSPACE,
+)
 
 from .conftest import Client
 

@@ -10,8 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from topicforest.server.params import ERRORS
-from topicforest.server.protocol import BY_NAME, REQUESTS
+from topicforest.server.protocol import BY_NAME, ERRORS, REQUESTS
 from topicforest.server.stdio_client import RpcError, StdioClient
 from topicforest.testing.stub_llm import ThreadedStubLLM
 

@@ -18,8 +18,7 @@ from typing import Any
 
 import pytest
 
-from topicforest.server.params import ERRORS
-from topicforest.server.protocol import METHODS, PREFIX
+from topicforest.server.protocol import ERRORS, METHODS, PREFIX
 from topicforest.server.stdio_client import RpcError, StdioClient
 from topicforest.testing.stub_llm import ThreadedStubLLM
 

@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest_lsp
 
-from topicforest.server.params import INVALID_PARAMS
-from topicforest.server.protocol import PREFIX, SHAPES
+from topicforest.server.protocol import INVALID_PARAMS, PREFIX, SHAPES
 from topicforest.testing.stub_llm import ThreadedStubLLM
 
 from .conftest import CONFIG, CONVERSATION, Client, replay, start

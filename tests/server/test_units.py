@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from topicforest.server import params, protocol
+from topicforest.server import protocol, validation
 from topicforest.workspace.settings import DEFAULTS, Settings, parse_settings, to_wire
 
 
@@ -89,21 +89,21 @@ def test_docs_describe_every_method_and_error() -> None:
     docs = (Path(__file__).resolve().parents[2] / "docs" / "protocol.md").read_text("utf-8")
     for method in protocol.METHODS:
         assert f"### `{method.name}`" in docs, method.name
-    for name, code in params.ERRORS.items():
+    for name, code in protocol.ERRORS.items():
         assert f"| {code} | {name} |" in docs, name
 
 
 def test_validate_applies_defaults_and_names_fields() -> None:
     pin = protocol.BY_NAME["topicForest/pinTopic"]
-    assert params.validate(pin, {"topicId": 3}) == {
+    assert validation.validate(pin, {"topicId": 3}) == {
         "workspaceUri": None,
         "topicId": 3,
         "pinned": True,
         "threadId": None,
     }
-    with pytest.raises(params.ProtocolError) as info:
-        params.validate(pin, {"topicId": 2**60})
-    assert info.value.code == params.INVALID_PARAMS and info.value.data == {"field": "topicId"}
+    with pytest.raises(validation.ProtocolError) as info:
+        validation.validate(pin, {"topicId": 2**60})
+    assert info.value.code == protocol.INVALID_PARAMS and info.value.data == {"field": "topicId"}
 
 
 def run_python(code: str) -> subprocess.CompletedProcess[bytes]:

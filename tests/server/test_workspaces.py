@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest_lsp
 from lsprotocol import types
 
-from topicforest.server.params import UNKNOWN_WORKSPACE
-from topicforest.server.protocol import PREFIX
+from topicforest.server.protocol import PREFIX, UNKNOWN_WORKSPACE
 from topicforest.store import Store
 
 from .conftest import CAPABILITIES, CONFIG, Client

@@ -6,6 +6,8 @@ export type AttachmentKind = 'file' | 'selection' | 'problems';
 
 export type ReshapeKind = 'splitOff' | 'split' | 'merged' | 'movedIn' | 'movedOut';
 
+export type ModelProblem = 'noKey' | 'keyRefused' | 'unknownModel' | 'unreachable' | 'timeout' | 'failed';
+
 export interface Spend {
   calls: number;
   inputTokens: number;
@@ -77,6 +79,12 @@ export interface AttachmentRef {
   sha256: string;
   tokens: number;
   truncated: boolean;
+}
+
+export interface ApiKey {
+  provider: string;
+  apiBase?: string | null;
+  apiKey: string;
 }
 
 export interface Thread {
@@ -297,6 +305,34 @@ export interface DeleteThreadResult {
   deletedMessages: number;
 }
 
+/** The client's API keys, replacing those it sent before ([] forgets them): each for a provider (litellm's name: openai, anthropic, gemini, openrouter, ...) and, for a self-hosted or OpenAI-compatible server, its apiBase. Kept in the server's memory only and used before the environment's keys; never stored, logged or shown. */
+export interface SetApiKeysParams {
+  keys: ApiKey[];
+}
+
+export interface SetApiKeysResult {
+  count: number;
+}
+
+/** Send a model one tiny request, the way a chat turn would: whether it answers, and if not, the problem in plain words (`detail`: the provider's own, redacted). */
+export interface TestModelParams {
+  /** Workspace folder URI; default: the first folder, else the global memory */
+  workspaceUri?: string | null;
+  /** Default: chatModel */
+  model?: string | null;
+  /** Absent: the endpoint settings give the model; "": the provider's own */
+  apiBase?: string | null;
+}
+
+export interface TestModelResult {
+  model: string;
+  apiBase: string | null;
+  ok: boolean;
+  problem: ModelProblem | null;
+  message: string;
+  detail: string;
+}
+
 /** The editor's active file changed (null: none); informs ranking like didOpen does. */
 export interface ActiveFileChanged {
   uri?: string | null;
@@ -342,6 +378,8 @@ export interface Requests {
   'topicForest/threadHistory': [ThreadHistoryParams, ThreadHistoryResult];
   'topicForest/renameThread': [RenameThreadParams, RenameThreadResult];
   'topicForest/deleteThread': [DeleteThreadParams, DeleteThreadResult];
+  'topicForest/setApiKeys': [SetApiKeysParams, SetApiKeysResult];
+  'topicForest/testModel': [TestModelParams, TestModelResult];
 }
 
 /** Notifications the client sends. */

@@ -34,16 +34,17 @@ def max_input_tokens(model: str) -> int | None:
     return int(value) if value else None
 
 
-def provider_kwargs(model: str, api_base: str | None) -> dict[str, str]:
+def provider_kwargs(model: str, api_base: str | None, api_key: str | None = None) -> dict[str, str]:
     """litellm arguments for reaching `model`, shared by chat and summaries.
 
-    A self-hosted OpenAI-compatible server (`openai/<name>` with an api base) usually needs no
-    key, but litellm's openai provider refuses to run without one: give it a placeholder
-    unless the environment has a real key (keys only ever come from the environment).
+    `api_key`: the key the client gave for this provider and endpoint (else litellm reads the
+    environment). A self-hosted OpenAI-compatible server (`openai/<name>` with an api base)
+    usually needs no key, but litellm's openai provider refuses to run without one: give it a
+    placeholder unless there is a real key.
     """
-    if not api_base:
-        return {}
-    kwargs = {"api_base": api_base}
-    if model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
+    kwargs = {"api_base": api_base} if api_base else {}
+    if api_key:
+        kwargs["api_key"] = api_key
+    elif api_base and model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
         kwargs["api_key"] = "no-key-needed"
     return kwargs

@@ -5,13 +5,21 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from topicforest.server.features import chat, context, documents, lifecycle, threads, topics
+from topicforest.server.features import (
+    chat,
+    context,
+    documents,
+    lifecycle,
+    models,
+    threads,
+    topics,
+)
 from topicforest.server.jsonrpc import warm_up
 from topicforest.server.logbridge import setup_logging
 from topicforest.server.server import TopicForestServer
 from topicforest.workspace.registry import Workspaces
 
-FEATURES = (lifecycle, documents, topics, context, threads, chat)
+FEATURES = (lifecycle, documents, topics, context, threads, chat, models)
 
 
 def create_server(

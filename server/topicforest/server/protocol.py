@@ -1,8 +1,8 @@
 """THE wire protocol: every custom method, its params, result shape and errors, in one table.
 
-Handlers get params validated by `params.validate()` (errors name the field) as the typed
-structures of `wire.py`, and build results with the `results.*_json` functions, typed by `wire.py`
-too. `wire.py`
+The table is written in the vocabulary of `validation.py` (`Method`, `Param`), which also checks
+each request's params against it (errors name the field); handlers get them as the typed
+structures of `wire.py` and build results with `results.py`, typed by `wire.py` too. `wire.py`
 (Python) and the client's `src/protocol.ts` (TypeScript) are generated from this table by
 `python -m topicforest.server.codegen --write`, which also writes `protocol.json` (the table as
 JSON); a test fails when any of the three is stale.
@@ -17,23 +17,40 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from topicforest.attachments import (
-    MAX_ATTACHMENTS,
-    REFERENCE_ROOM,
-)
-from topicforest.server.params import (
-    ERRORS,
-    MAX_ID,
+from topicforest.attachments import MAX_ATTACHMENTS, REFERENCE_ROOM
+from topicforest.server.validation import (
+    INVALID_PARAMS,
     MAX_TEXT,
-    MAX_TITLE,
     MAX_URI,
     Method,
     Param,
+    parse_api_key,
     parse_attachment,
 )
 
 PREFIX = "topicForest/"
+MAX_ID = 200  # characters in thread ids, turn ids, URIs are limited separately
+MAX_TITLE = 200  # characters in a thread title
 PROTOCOL_VERSION = 1
+
+# -- error codes -----------------------------------------------------------------------------
+UNKNOWN_TOPIC = -32001
+UNKNOWN_WORKSPACE = -32002
+CHAT_NOT_CONFIGURED = -32003
+PROVIDER_ERROR = -32004
+STORE_ERROR = -32005
+REQUEST_CANCELLED = -32800
+
+ERRORS: dict[str, int] = {
+    "InvalidParams": INVALID_PARAMS,
+    "UnknownTopic": UNKNOWN_TOPIC,
+    "UnknownWorkspace": UNKNOWN_WORKSPACE,
+    "ChatModelNotConfigured": CHAT_NOT_CONFIGURED,
+    "ProviderError": PROVIDER_ERROR,
+    "StoreError": STORE_ERROR,
+    "RequestCancelled": REQUEST_CANCELLED,
+}
+
 
 # -- shapes ----------------------------------------------------------------------------------
 # Named unions of literals (a TypeScript type alias, a Python Literal).
@@ -41,6 +58,7 @@ ALIASES: dict[str, str] = {
     "Role": '"user"|"assistant"',
     "AttachmentKind": '"file"|"selection"|"problems"',
     "ReshapeKind": '"splitOff"|"split"|"merged"|"movedIn"|"movedOut"',
+    "ModelProblem": '"noKey"|"keyRefused"|"unknownModel"|"unreachable"|"timeout"|"failed"',
 }
 SHAPES: dict[str, dict[str, str]] = {
     "Spend": {"calls": "integer", "inputTokens": "integer", "outputTokens": "integer"},
@@ -96,6 +114,11 @@ SHAPES: dict[str, dict[str, str]] = {
         "sha256": "string",
         "tokens": "integer",
         "truncated": "boolean",
+    },
+    "ApiKey": {  # sent by the client; never stored, logged or echoed
+        "provider": "string",
+        "apiBase?": "string|null",
+        "apiKey": "string",
     },
     "Thread": {
         "threadId": "string",
@@ -324,6 +347,54 @@ METHODS: tuple[Method, ...] = (
         (WORKSPACE, THREAD_ID),
         {"threadId": "string", "deletedMessages": "integer"},
         COMMON_ERRORS,
+    ),
+    Method(
+        PREFIX + "setApiKeys",
+        "request",
+        "clientToServer",
+        "The client's API keys, replacing those it sent before ([] forgets them): each for a"
+        " provider (litellm's name: openai, anthropic, gemini, openrouter, ...) and, for a"
+        " self-hosted or OpenAI-compatible server, its apiBase. Kept in the server's memory only"
+        " and used before the environment's keys; never stored, logged or shown.",
+        (
+            Param(
+                "keys",
+                "array",
+                required=True,
+                items="ApiKey",
+                max_items=50,
+                parse=lambda name, item: parse_api_key(name, item),
+            ),
+        ),
+        {"count": "integer"},
+        ("InvalidParams",),
+    ),
+    Method(
+        PREFIX + "testModel",
+        "request",
+        "clientToServer",
+        "Send a model one tiny request, the way a chat turn would: whether it answers, and if"
+        " not, the problem in plain words (`detail`: the provider's own, redacted).",
+        (
+            WORKSPACE,
+            Param("model", "string", max_length=MAX_ID, nullable=True, doc="Default: chatModel"),
+            Param(
+                "apiBase",
+                "string",
+                max_length=MAX_URI,
+                nullable=True,
+                doc='Absent: the endpoint settings give the model; "": the provider\'s own',
+            ),
+        ),
+        {
+            "model": "string",
+            "apiBase": "string|null",
+            "ok": "boolean",
+            "problem": "ModelProblem|null",
+            "message": "string",
+            "detail": "string",
+        },
+        (*COMMON_ERRORS, "ChatModelNotConfigured", "RequestCancelled"),
     ),
     Method(
         PREFIX + "activeFileChanged",

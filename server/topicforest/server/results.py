@@ -1,5 +1,4 @@
-"""Result builders: the engine's and workspace's objects as the protocol's JSON shapes (typed by
-`wire`, generated from `protocol`'s table)."""
+"""The results of the protocol's requests, built from the workspace's objects (typed by `wire`)."""
 
 from __future__ import annotations
 
@@ -9,11 +8,11 @@ from topicforest.attachments import AttachmentRef, user_text
 from topicforest.engine import Message, TopicView
 from topicforest.engine.render import RenderedContext
 from topicforest.server import wire
+from topicforest.workspace.model_check import ModelCheck
 from topicforest.workspace.session import ThreadInfo
 from topicforest.workspace.turn import ChatOutcome
 
 
-# -- results ---------------------------------------------------------------------------------
 def topic_json(view: TopicView) -> wire.Topic:
     return {
         "id": view.id,
@@ -124,4 +123,15 @@ def chat_json(outcome: ChatOutcome) -> wire.ChatResult:
         },
         "attachments": [attachment_ref_json(r) for r in outcome.attachments],
         "model": outcome.model,
+    }
+
+
+def model_check_json(check: ModelCheck) -> wire.TestModelResult:
+    return {
+        "model": check.model,
+        "apiBase": check.api_base,
+        "ok": check.ok,
+        "problem": check.problem,
+        "message": check.message,
+        "detail": check.detail,
     }

@@ -17,18 +17,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from topicforest.engine import InvalidMessage, UnknownTopic
 from topicforest.server import wire
-from topicforest.server.params import (
+from topicforest.server.protocol import (
+    BY_NAME,
     CHAT_NOT_CONFIGURED,
+    PREFIX,
     PROVIDER_ERROR,
     STORE_ERROR,
     UNKNOWN_TOPIC,
     UNKNOWN_WORKSPACE,
-    Method,
-    ProtocolError,
-    invalid_params,
-    validate,
 )
-from topicforest.server.protocol import BY_NAME, PREFIX
+from topicforest.server.validation import Method, ProtocolError, invalid_params, validate
 from topicforest.store.errors import ForeignThread, StoreError
 from topicforest.workspace.errors import (
     ChatNotConfigured,

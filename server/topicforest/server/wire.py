@@ -9,12 +9,15 @@ from dataclasses import dataclass
 from typing import Literal, NotRequired, TypedDict
 
 from topicforest.attachments import Attachment as ParsedAttachment
+from topicforest.workspace.keys import ApiKey as ParsedApiKey
 
 Role = Literal["user", "assistant"]
 
 AttachmentKind = Literal["file", "selection", "problems"]
 
 ReshapeKind = Literal["splitOff", "split", "merged", "movedIn", "movedOut"]
+
+ModelProblem = Literal["noKey", "keyRefused", "unknownModel", "unreachable", "timeout", "failed"]
 
 
 class Spend(TypedDict):
@@ -88,6 +91,12 @@ class AttachmentRef(TypedDict):
     sha256: str
     tokens: int
     truncated: bool
+
+
+class ApiKey(TypedDict):
+    provider: str
+    apiBase: NotRequired[str | None]
+    apiKey: str
 
 
 class Thread(TypedDict):
@@ -333,6 +342,41 @@ class DeleteThreadResult(TypedDict):
 
 
 @dataclass(frozen=True, slots=True)
+class SetApiKeysParams:
+    """The client's API keys, replacing those it sent before ([] forgets them): each for a provider
+    (litellm's name: openai, anthropic, gemini, openrouter, ...) and, for a self-hosted or
+    OpenAI-compatible server, its apiBase. Kept in the server's memory only and used before the
+    environment's keys; never stored, logged or shown.
+    """
+
+    keys: list[ParsedApiKey]
+
+
+class SetApiKeysResult(TypedDict):
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class TestModelParams:
+    """Send a model one tiny request, the way a chat turn would: whether it answers, and if not,
+    the problem in plain words (`detail`: the provider's own, redacted).
+    """
+
+    workspace_uri: str | None
+    model: str | None
+    api_base: str | None
+
+
+class TestModelResult(TypedDict):
+    model: str
+    apiBase: str | None
+    ok: bool
+    problem: ModelProblem | None
+    message: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
 class ActiveFileChangedParams:
     """The editor's active file changed (null: none); informs ranking like didOpen does."""
 
@@ -382,5 +426,7 @@ PARAMS: dict[str, type] = {
     "topicForest/threadHistory": ThreadHistoryParams,
     "topicForest/renameThread": RenameThreadParams,
     "topicForest/deleteThread": DeleteThreadParams,
+    "topicForest/setApiKeys": SetApiKeysParams,
+    "topicForest/testModel": TestModelParams,
     "topicForest/activeFileChanged": ActiveFileChangedParams,
 }

@@ -20,6 +20,9 @@ openai provider insists on some API key: pass `api_key=STUB_API_KEY` or put `stu
 - A model name containing "slow" (e.g. `openai/stub-slow`) waits `slow_seconds` (10 s; the
   process's `--slow-seconds`) before a chat reply's first byte: for tests of a stop before the
   first token.
+- `api_key` set (`--api-key`): every call must carry it (`Authorization: Bearer <key>`), or
+  gets OpenAI's 401, which quotes the key it got (as a careless provider would), for tests of
+  keys given over the protocol and of their redaction.
 - `context_window` set: `GET /props` reports it as llama.cpp's server does, for tests of the
   window a local server reports.
 - Latency per call and per chunk, fault injection per call (HTTP status, hang, malformed JSON,
@@ -40,13 +43,22 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from aiohttp import web
 
 from topicforest.engine.summarize.base import SUMMARIZE_PROMPT
 from topicforest.engine.tokens import estimate_tokens
+from topicforest.testing.stub_config import (  # re-exported for their users
+    EXTRACTIVE_MODEL_MARK,
+    SLOW_MODEL_MARK,
+    STUB_API_KEY,
+    Fault,
+    FaultKind,
+    Latency,
+    RequestRecord,
+    StubConfig,
+)
 from topicforest.testing.stub_replies import (  # the pure parts, re-exported for their users
     AIDER_SUMMARIZE_PROMPT,
     MESSAGE_OVERHEAD,
@@ -63,15 +75,16 @@ from topicforest.testing.stub_replies import (  # the pure parts, re-exported fo
     split_chunks,
     split_sentences,
     stub_title,
-    summarize_aider_transcript,
     summarize_transcript,
     summary_capacity,
+    summary_reply,
 )
 
 __all__ = [  # what tests and the evaluation import from here
     "AIDER_SUMMARIZE_PROMPT",
     "STUB_API_KEY",
     "Fault",
+    "Latency",
     "StubLLM",
     "ThreadedStubLLM",
     "echo_reply",
@@ -83,66 +96,6 @@ __all__ = [  # what tests and the evaluation import from here
     "summarize_transcript",
     "summary_capacity",
 ]
-
-# eof: the stream's content, then a clean end with neither a finish_reason nor [DONE]
-FaultKind = Literal["status", "hang", "malformed", "broken_sse", "eof"]
-Latency = float | tuple[float, float]
-
-STUB_API_KEY = "sk-stub-not-a-secret"  # the stub never checks it; litellm only needs one set
-EXTRACTIVE_MODEL_MARK = "extractive"  # in a model name: the engine's extractive summary
-SLOW_MODEL_MARK = "slow"  # in a model name: a chat reply waits slow_seconds before its first byte
-
-
-@dataclass(frozen=True)
-class Fault:
-    """What to do instead of answering one call."""
-
-    kind: FaultKind
-    status: int = 500  # for kind="status"
-    message: str = "injected fault"
-
-
-@dataclass
-class RequestRecord:
-    started: float  # epoch seconds
-    model: str
-    messages: list[dict[str, Any]]
-    stream: bool
-    kind: Literal["summary", "chat"]
-    prompt_tokens: int
-    completion_tokens: int = 0
-    reply: str = ""
-    fault: Fault | None = None
-    finished: float | None = None
-    hung_up: bool = False  # the client closed the connection before the stream ended
-
-    @property
-    def ok(self) -> bool:
-        return self.fault is None and self.finished is not None
-
-
-@dataclass
-class StubConfig:
-    latency: Latency = 0.0  # seconds before answering each call (a (lo, hi) pair draws uniformly)
-    chunk_latency: float = 0.0  # seconds between streamed chunks
-    chunks: int = 4  # how many content chunks a streamed reply is cut into (at least)
-    seed: int = 0
-    hang_seconds: float = 3600.0  # a hang lasts this long or until the stub stops
-    replies: deque[str] = field(default_factory=deque)  # scripted chat replies, used in order
-    faults: deque[Fault | None] = field(default_factory=deque)  # per call, in order; None = ok
-    # Per kind of call ("summary" / "chat"), added for the server tests: extra latency, and
-    # faults consumed only by calls of that kind (before the shared `faults` queue).
-    kind_latency: dict[str, float] = field(default_factory=dict)
-    kind_faults: dict[str, deque[Fault]] = field(default_factory=dict)
-    summary_mode: SummaryMode = "lead"  # for model names without EXTRACTIVE_MODEL_MARK
-    # Topic Forest summaries open with a "Title: ..." line, as the prompt asks a real model to
-    # (off by default: the evaluation's summarizer stays the plain lead summary).
-    titles: bool = False
-    # Summary replies used in order instead of the computed one (a model replying badly)
-    summary_replies: deque[str] = field(default_factory=deque)
-    slow_seconds: float = 10.0  # for model names with SLOW_MODEL_MARK
-    # set: `GET /props` reports it as llama.cpp's server does (`n_ctx`), for `auto` budgets
-    context_window: int | None = None
 
 
 class StubLLM:
@@ -272,10 +225,23 @@ class StubLLM:
             {"default_generation_settings": {"n_ctx": self.config.context_window}}
         )
 
+    def _refused(self, request: web.Request) -> web.Response | None:
+        """OpenAI's 401 when a key is required and not the one sent (quoting what was sent)."""
+        wanted = self.config.api_key
+        sent = request.headers.get("Authorization", "").removeprefix("Bearer ")
+        if wanted is None or sent == wanted:
+            return None
+        got = f"Incorrect API key provided: {sent}." if sent else "You didn't provide an API key."
+        return error_response(401, got, "invalid_request_error")
+
     async def _models(self, request: web.Request) -> web.Response:
+        if refused := self._refused(request):
+            return refused
         return web.json_response({"object": "list", "data": [{"id": "stub", "object": "model"}]})
 
     async def _completions(self, request: web.Request) -> web.StreamResponse:
+        if refused := self._refused(request):
+            return refused
         try:
             body = await request.json()
             messages = body["messages"]
@@ -326,7 +292,11 @@ class StubLLM:
             if EXTRACTIVE_MODEL_MARK in model:
                 mode = "extractive"
             replies = self.config.summary_replies
-            reply = replies.popleft() if replies else self._summary(messages, mode, aider=aider)
+            reply = (
+                replies.popleft()
+                if replies
+                else summary_reply(messages, mode, aider=aider, titles=self.config.titles)
+            )
         else:
             reply = self._chat(messages)
         if isinstance(max_tokens, int) and max_tokens > 0:
@@ -390,15 +360,6 @@ class StubLLM:
         return response
 
     # -- replies ---------------------------------------------------------------------------
-    def _summary(self, messages: list[dict[str, Any]], mode: SummaryMode, *, aider: bool) -> str:
-        prompt = "\n".join(message_text(m) for m in messages if m.get("role") == "user")
-        if aider:
-            return summarize_aider_transcript(prompt, mode)
-        summary = summarize_transcript(prompt, mode)
-        if self.config.titles:
-            return f"Title: {stub_title(summary)}\n{summary}"
-        return summary
-
     def _chat(self, messages: list[dict[str, Any]]) -> str:
         if self.config.replies:
             return self.config.replies.popleft()

@@ -30,6 +30,7 @@ async def _serve(args: argparse.Namespace, ready: Callable[[str], None]) -> None
         replies=args.reply or (),
     )
     stub.config.slow_seconds = args.slow_seconds
+    stub.config.api_key = args.api_key
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -53,6 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--slow-seconds", type=float, default=10.0, help='wait of a "slow" model\'s chat reply'
     )
+    parser.add_argument("--api-key", help="refuse calls without this key (401)")
     args = parser.parse_args(argv)
 
     def ready(url: str) -> None:

@@ -101,6 +101,17 @@ def summarize_aider_transcript(prompt: str, mode: SummaryMode = "lead") -> str:
     return _extractive(messages, None, target)
 
 
+def summary_reply(
+    messages: list[dict[str, Any]], mode: SummaryMode, *, aider: bool, titles: bool
+) -> str:
+    """The stub's reply to a summarize request (`titles`: a "Title: ..." line first)."""
+    prompt = "\n".join(message_text(m) for m in messages if m.get("role") == "user")
+    if aider:
+        return summarize_aider_transcript(prompt, mode)
+    summary = summarize_transcript(prompt, mode)
+    return f"Title: {stub_title(summary)}\n{summary}" if titles else summary
+
+
 def split_sentences(text: str) -> list[str]:
     """A deliberately simple sentence splitter: . ! ? before whitespace, and line breaks."""
     parts = (p.strip() for p in _SENTENCE_BREAK.split(text))

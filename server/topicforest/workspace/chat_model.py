@@ -17,10 +17,11 @@ import json
 import os
 import urllib.parse
 import urllib.request
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from topicforest.workspace.keys import NO_KEYS, ApiKeys
 from topicforest.workspace.llm_worker import WORKER, WorkerDeadline, litellm_provider
 
 # Providers whose chat endpoint is OpenAI's `POST {base}/chat/completions`, and the environment
@@ -62,48 +63,60 @@ class Route:
     # reads the environment again on every request: ~0.7 ms of the critical path)
 
 
-def resolve_route(model: str, api_base: str | None) -> Route:
+def resolve_route(model: str, api_base: str | None, keys: ApiKeys = NO_KEYS) -> Route:
     """Where `model` lives, asking litellm in this process (tests; the server asks its worker
     process, `ChatModel.route`)."""
-    return explicit_route(model, api_base) or litellm_route(model, api_base)
+    return explicit_route(model, api_base, keys) or litellm_route(model, api_base, keys)
 
 
-def _explicit_off_loop(model: str, api_base: str | None) -> Route | None:
+def _explicit_off_loop(model: str, api_base: str | None, keys: ApiKeys) -> Route | None:
     import aiohttp  # noqa: F401  (imported here, off the loop, so the first turn does not pay it)
 
-    return explicit_route(model, api_base)
+    return explicit_route(model, api_base, keys)
 
 
-def explicit_route(model: str, api_base: str | None) -> Route | None:
+def explicit_route(model: str, api_base: str | None, keys: ApiKeys = NO_KEYS) -> Route | None:
     """The route of `openai/<name>` with an api base, which needs no lookup: litellm's own answer
     (tests/server/test_chat_model.py compares them), without importing litellm — seconds that a
     new window's first question would otherwise wait. None for every other model string."""
     prefix, _, name = model.partition("/")
     if prefix != "openai" or not name or not api_base or os.environ.get("USE_LITELLM_PROXY"):
         return None
-    return _direct_route(model, api_base, name, "openai", None, api_base)
+    return _direct_route(model, api_base, keys, name, "openai", None, api_base)
 
 
-def litellm_route(model: str, api_base: str | None) -> Route:
+def litellm_route(model: str, api_base: str | None, keys: ApiKeys = NO_KEYS) -> Route:
     """Ask litellm, in this process, where `model` lives (imports it: seconds, the first time)."""
-    return route_for(model, api_base, litellm_provider(model, api_base))
+    return route_for(model, api_base, litellm_provider(model, api_base), keys)
 
 
 def route_for(
-    model: str, api_base: str | None, found: tuple[str, str, str | None, str | None] | None
+    model: str,
+    api_base: str | None,
+    found: tuple[str, str, str | None, str | None] | None,
+    keys: ApiKeys = NO_KEYS,
 ) -> Route:
     """The route for litellm's answer (name, provider, key, base), None if it had none."""
-    return Route(model, api_base) if found is None else _direct_route(model, api_base, *found)
+    if found is None:
+        return Route(model, api_base)
+    return _direct_route(model, api_base, keys, *found)
 
 
 def _direct_route(
-    model: str, api_base: str | None, name: str, provider: str, key: str | None, base: str | None
+    model: str,
+    api_base: str | None,
+    keys: ApiKeys,
+    name: str,
+    provider: str,
+    key: str | None,
+    base: str | None,
 ) -> Route:
-    """The direct route for litellm's answer (name, provider, key, base), if it has one."""
+    """The direct route for litellm's answer (name, provider, key, base), if it has one; the
+    client's key for this provider and endpoint first, then the environment's."""
     env_key = DIRECT_PROVIDERS.get(provider)
     if env_key is None:
         return Route(model, api_base)
-    key = os.environ.get(env_key) or key
+    key = keys.find(provider, api_base) or os.environ.get(env_key) or key
     if provider == "openai":
         base = base or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
         if not base and not key:
@@ -138,9 +151,11 @@ class ChatModel:
         api_base: str | None,
         timeout: float,
         first_byte_timeout: float | None = None,
+        keys: ApiKeys = NO_KEYS,
     ) -> None:
         self.model = model
         self.api_base = api_base
+        self.keys = keys  # the client's API keys (`keys.py`), looked up per provider
         self.timeout = timeout  # the whole call
         self.first_byte_timeout = first_byte_timeout  # until the response starts
         self._route: Route | None = None
@@ -150,16 +165,18 @@ class ChatModel:
         """Where the model lives: from its string if it says it all, else litellm's answer
         from the worker process (the server never imports litellm)."""
         if self._route is None:
-            route = await asyncio.to_thread(_explicit_off_loop, self.model, self.api_base)
+            route = await asyncio.to_thread(
+                _explicit_off_loop, self.model, self.api_base, self.keys
+            )
             if route is None:
                 found = await WORKER.call("provider", self.model, self.api_base)
-                route = route_for(self.model, self.api_base, found)
+                route = route_for(self.model, self.api_base, found, self.keys)
             self._route = route
         return self._route
 
     async def stream(
         self, messages: list[dict[str, str]], on_sent: Callable[[], None] = lambda: None
-    ) -> AsyncIterator[tuple[str | None, Usage | None]]:
+    ) -> AsyncGenerator[tuple[str | None, Usage | None]]:
         """Yield (text delta, usage) pairs as they arrive; either may be None. `on_sent` runs
         when the request's first bytes are written (direct path) or handed to litellm."""
         route = await self.route()
@@ -245,7 +262,7 @@ class ChatModel:
         # The worker's own deadlines too: a hung or dead worker must not hold the turn.
         first = self.first_byte_timeout or self.timeout + WORKER_GRACE
         pieces = WORKER.stream(
-            "chat", self.model, self.api_base, self.timeout, messages,
+            "chat", self.model, self.api_base, self.timeout, messages, self.keys,
             first=first, total=self.timeout + WORKER_GRACE,
         )  # fmt: skip
         started = False

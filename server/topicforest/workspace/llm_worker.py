@@ -41,6 +41,7 @@ from typing import Any, BinaryIO
 from topicforest.engine.llm import load_litellm, max_input_tokens, provider_kwargs
 from topicforest.engine.summarize.extractive import ExtractiveSummarizer
 from topicforest.engine.summarize.litellm_summarizer import LiteLLMSummarizer
+from topicforest.workspace.keys import NO_KEYS, ApiKeys
 
 log = logging.getLogger(__name__)
 HEADER = struct.Struct(">I")
@@ -301,13 +302,29 @@ def litellm_provider(
     return name, provider, key, base
 
 
-async def _summarize(model: str, api_base: str | None, timeout: float, request: Any) -> Any:
+def client_key(model: str, api_base: str | None, keys: ApiKeys) -> str | None:
+    """The key the client gave for the provider litellm finds for `model` (imports litellm)."""
+    if not keys.entries:
+        return None
+    found = litellm_provider(model, api_base)
+    return keys.find(found[1], api_base) if found else None
+
+
+async def _summarize(
+    model: str, api_base: str | None, timeout: float, request: Any, keys: ApiKeys = NO_KEYS
+) -> Any:
     await asyncio.to_thread(load_litellm)  # seconds, off this loop: it answers pings meanwhile
-    return await LiteLLMSummarizer(model, api_base=api_base, timeout=timeout).summarize(request)
+    key = client_key(model, api_base, keys)
+    summarizer = LiteLLMSummarizer(model, api_base=api_base, timeout=timeout, api_key=key)
+    return await summarizer.summarize(request)
 
 
 async def litellm_stream(
-    model: str, api_base: str | None, timeout: float, messages: list[dict[str, str]]
+    model: str,
+    api_base: str | None,
+    timeout: float,
+    messages: list[dict[str, str]],
+    keys: ApiKeys = NO_KEYS,
 ) -> AsyncIterator[tuple[str | None, tuple[int, int] | None]]:
     """A chat reply through `litellm.acompletion`: (text delta, (prompt, completion) tokens).
 
@@ -323,7 +340,7 @@ async def litellm_stream(
         stream_options={"include_usage": True},
         timeout=timeout,
         num_retries=0,
-        **provider_kwargs(model, api_base),
+        **provider_kwargs(model, api_base, client_key(model, api_base, keys)),
     )
     try:
         async for chunk in stream:

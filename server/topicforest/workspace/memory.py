@@ -25,6 +25,8 @@ from topicforest.workspace.chat_model import ChatModel
 from topicforest.workspace.errors import UnknownThread
 from topicforest.workspace.events import Events, MemoryListener
 from topicforest.workspace.gate import SendGate
+from topicforest.workspace.keys import ApiKeys
+from topicforest.workspace.model_check import ModelCheck
 from topicforest.workspace.models import Models
 from topicforest.workspace.reopen import Reopen
 from topicforest.workspace.session import (
@@ -148,12 +150,15 @@ class WorkspaceMemory:
         self.upkeep.settle_seconds = seconds
 
     # -- configuration ---------------------------------------------------------------------
-    def configure(self, settings: Settings, max_input_tokens: int | None = None) -> None:
-        """Apply new settings; topics already formed keep their shape (new limits apply next)."""
+    def configure(
+        self, settings: Settings, max_input_tokens: int | None = None, keys: ApiKeys | None = None
+    ) -> None:
+        """Apply new settings (and the client's API keys, if given); topics already formed keep
+        their shape (new limits apply next)."""
         self.settings = settings
         self.max_input_tokens = max_input_tokens
         self.window.config = window_config(settings, self.max_input_tokens, self.folder)
-        self.models.configure(settings)
+        self.models.configure(settings, keys)
         self.events.touch()
         self.kick()
 
@@ -369,6 +374,11 @@ class WorkspaceMemory:
             model=model,
             retry_of=retry_of,
         )
+
+    async def test_model(self, model: str | None = None, api_base: str | None = None) -> ModelCheck:
+        """One tiny request to `model` (default: the chat model): does it answer, and if not,
+        why, in plain words (`Models.test`)."""
+        return await self.models.test(model, api_base)
 
     # -- background upkeep ---------------------------------------------------------------------
     def start(self) -> None:

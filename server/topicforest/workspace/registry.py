@@ -9,7 +9,9 @@ from urllib.parse import unquote
 
 from topicforest.workspace.errors import UnknownWorkspace
 from topicforest.workspace.events import MemoryListener
+from topicforest.workspace.keys import NO_KEYS, ApiKeys
 from topicforest.workspace.memory import WorkspaceMemory
+from topicforest.workspace.redact import hide
 from topicforest.workspace.settings import Settings, parse_settings
 
 log = logging.getLogger(__name__)
@@ -26,6 +28,7 @@ class Workspaces:
         self.listener = listener
         self.settings = Settings()
         self.max_input_tokens: int | None = None
+        self.keys = NO_KEYS  # the client's API keys: in memory only (`keys.py`)
         self.memories: dict[str, WorkspaceMemory] = {}  # by _key, in folder order
         self.stores_open = False  # memories open their store when added (see open_stores)
         self.started = False
@@ -70,7 +73,7 @@ class Workspaces:
         memory = self.memories.get(key)
         if memory is None:
             memory = WorkspaceMemory(uri, self.settings, listener=self.listener)
-            memory.configure(self.settings, self.max_input_tokens)
+            memory.configure(self.settings, self.max_input_tokens, self.keys)
             self.memories[key] = memory
             if self.started:
                 memory.start()
@@ -144,6 +147,13 @@ class Workspaces:
         return best or self.resolve(None)
 
     # -- settings --------------------------------------------------------------------------
+    def set_keys(self, keys: ApiKeys) -> None:
+        """The client's API keys, replacing those it gave before, for every memory."""
+        hide(keys.values())  # before any use: no error or log line can show one
+        self.keys = keys
+        for memory in self.memories.values():
+            memory.configure(self.settings, self.max_input_tokens, keys)
+
     def configure(self, settings: Settings, max_input_tokens: int | None = None) -> None:
         self.settings = settings
         self.max_input_tokens = max_input_tokens

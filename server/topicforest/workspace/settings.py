@@ -5,7 +5,8 @@ turns settings into the engine's `WindowConfig`.
 
 The wire uses camelCase keys. `parse_settings` never raises: an invalid value is reported and the
 previous value of that key stays in force; unknown keys are reported as warnings. API keys are
-never settings: they come from the environment only.
+never settings: they come from the environment, or from the client over the protocol
+(`topicForest/setApiKeys`, kept in memory only: `keys.py`).
 """
 
 from __future__ import annotations
@@ -39,8 +40,12 @@ def _models(_: object, attribute: attrs.Attribute[Any], value: tuple[str, ...] |
 
 
 def _api_base(_: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
-    if value is None:
-        return
+    if value is not None:
+        check_api_base(value)
+
+
+def check_api_base(value: str) -> None:
+    """An endpoint URL, refused (ValueError) if it is none or carries a credential."""
     if not re.match(r"^https?://[^\s/]+", value):
         raise ValueError("must be an http:// or https:// URL")
     # As storeUrl: a credential in it would be echoed by errors and logs that name the URL.
@@ -48,9 +53,25 @@ def _api_base(_: object, attribute: attrs.Attribute[Any], value: str | None) -> 
     secret_query = any(SECRET_KEY.search(k) for k in urllib.parse.parse_qs(parts.query))
     if parts.password is not None or secret_query:
         raise ValueError(
-            "must not contain a password or key: put the provider's key in its environment "
-            "variable (for example OPENAI_API_KEY), never in settings"
+            "must not contain a password or key: give the key to the client (Configure Model) "
+            "or put it in its environment variable (for example OPENAI_API_KEY), never in settings"
         )
+
+
+@attrs.frozen
+class ModelEntry:
+    """A model the client offers (`models`): its own endpoint when given as an object."""
+
+    model: str
+    api_base: str | None = None
+    own_endpoint: bool = False  # an object entry: its api_base (None: the provider's default)
+
+
+def _entries(_: object, attribute: attrs.Attribute[Any], value: tuple[ModelEntry, ...]) -> None:
+    if len(value) > 50 or any(not (0 < len(e.model.strip()) <= 200) for e in value):
+        raise ValueError("must be a list of at most 50 non-empty model strings or objects")
+    for entry in value:
+        _api_base(None, attribute, entry.api_base)
 
 
 def _budget(_: object, attribute: attrs.Attribute[Any], value: int | str) -> None:
@@ -103,6 +124,8 @@ class Settings:
     # None (unset): the chat model writes summaries and titles; () keeps them offline
     summary_models: tuple[str, ...] | None = attrs.field(default=None, validator=_models)
     api_base: str | None = attrs.field(default=None, validator=_api_base)
+    # more models for the client's picker; an object entry carries its own endpoint
+    models: tuple[ModelEntry, ...] = attrs.field(default=(), validator=_entries)
     history_budget: int | Literal["auto"] = attrs.field(default="auto", validator=_budget)
     merge_threshold: float = attrs.field(default=0.15, validator=_threshold)
     max_topics: int = attrs.field(default=12, validator=_max_topics)
@@ -120,6 +143,14 @@ class Settings:
         if self.summary_models is not None:
             return self.summary_models
         return (self.chat_model,) if self.chat_model else ()
+
+    def api_base_for(self, model: str) -> str | None:
+        """The endpoint of `model`: its own, if a `models` object entry names it, else
+        `apiBase` (which plain string entries, and models no entry names, share)."""
+        for entry in self.models:
+            if entry.model == model and entry.own_endpoint:
+                return entry.api_base
+        return self.api_base
 
 
 attrs.resolve_types(Settings)
@@ -168,7 +199,26 @@ def _strict_converter() -> cattrs.Converter:
         raise TypeError('expected "auto" or an integer')
 
     converter.register_structure_hook_func(lambda t: t == int | Literal["auto"], budget)
+
+    def entries(value: Any, _: Any) -> tuple[ModelEntry, ...]:
+        if not isinstance(value, list | tuple):
+            raise TypeError("expected a list of model strings or {model, apiBase} objects")
+        return tuple(model_entry(item) for item in value)
+
+    converter.register_structure_hook_func(lambda t: t == tuple[ModelEntry, ...], entries)
     return converter
+
+
+def model_entry(item: Any) -> ModelEntry:
+    """`"name"` (shares `apiBase`) or `{"model": "name", "apiBase": "http://..." | null}`."""
+    if isinstance(item, str):
+        return ModelEntry(item.strip())
+    if isinstance(item, Mapping) and isinstance(item.get("model"), str):
+        base = item.get("apiBase")
+        if base is not None and not isinstance(base, str):
+            raise TypeError("a model's apiBase must be a string or null")
+        return ModelEntry(item["model"].strip(), base.strip() or None if base else None, True)
+    raise TypeError('expected a model string or {"model": ..., "apiBase": ...}')
 
 
 CONVERTER = _strict_converter()
@@ -227,8 +277,14 @@ def to_wire(settings: Settings) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, attribute in FIELDS.items():
         value = getattr(settings, attribute.name)
+        if attribute.name == "models":
+            value = [entry_wire(e) for e in value]
         out[key] = list(value) if isinstance(value, tuple) else value
     return out
+
+
+def entry_wire(entry: ModelEntry) -> str | dict[str, str | None]:
+    return {"model": entry.model, "apiBase": entry.api_base} if entry.own_endpoint else entry.model
 
 
 def window_config(

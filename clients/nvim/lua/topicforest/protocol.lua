@@ -16,6 +16,8 @@ return {
     threadHistory = "topicForest/threadHistory",
     renameThread = "topicForest/renameThread",
     deleteThread = "topicForest/deleteThread",
+    setApiKeys = "topicForest/setApiKeys",
+    testModel = "topicForest/testModel",
   },
   notifications = {
     topicsChanged = "topicForest/topicsChanged",
@@ -40,6 +42,8 @@ return {
     threadHistory = { "threadId" },
     renameThread = { "threadId", "title" },
     deleteThread = { "threadId" },
+    setApiKeys = { "keys" },
+    testModel = {},
   },
   errors = {
     InvalidParams = -32602,

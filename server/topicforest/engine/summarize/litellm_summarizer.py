@@ -19,16 +19,24 @@ OVERSIZE = 2  # a reply this many times its max_tokens (estimated) ignored the l
 
 
 class LiteLLMSummarizer:
-    def __init__(self, model: str, *, api_base: str | None = None, timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_base: str | None = None,
+        timeout: float = 60.0,
+        api_key: str | None = None,
+    ) -> None:
         self.name = model
         self.model = model
         self.api_base = api_base
         self.timeout = timeout
+        self._api_key = api_key  # the client's, if it gave one (else litellm's environment)
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         litellm = load_litellm()
         kwargs: dict[str, Any] = {"timeout": self.timeout, "num_retries": 0}
-        kwargs.update(provider_kwargs(self.model, self.api_base))
+        kwargs.update(provider_kwargs(self.model, self.api_base, self._api_key))
         response = await litellm.acompletion(
             model=self.model,
             messages=[

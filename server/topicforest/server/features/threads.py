@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING
 
 from topicforest.engine.render import sanitize_line
 from topicforest.server import wire
-from topicforest.server.params import MAX_TITLE, invalid_params
-from topicforest.server.protocol import PREFIX
+from topicforest.server.protocol import MAX_TITLE, PREFIX
 from topicforest.server.results import messages_json, thread_json
 from topicforest.server.rpc import Handler, Host, request
+from topicforest.server.validation import invalid_params
 
 if TYPE_CHECKING:
     from topicforest.server.server import TopicForestServer

@@ -1,40 +1,27 @@
-"""What a method's params are and how they are checked: the protocol's limits, its error codes,
-`Param` and `Method` (the rows of `protocol`'s table), and `validate()`, which turns raw JSON
-params into typed values or an InvalidParams error naming the field."""
+"""The protocol table's vocabulary (a method, a param) and how params are checked against it.
+
+`protocol.py` is the table written in it; `rpc` checks each request's params with `validate`
+(errors name the field, as InvalidParams).
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from topicforest.attachments import KINDS, Attachment
+from topicforest.workspace.keys import ApiKey
+from topicforest.workspace.settings import check_api_base
 
+INVALID_PARAMS = -32602
 MAX_TEXT = 200_000  # characters in a chat message or query (the engine's message limit)
-MAX_ID = 200  # characters in thread ids, turn ids, URIs are limited separately
 MAX_URI = 4096
 MAX_LANGUAGE = 100  # characters in an attachment's language id
-MAX_TITLE = 200  # characters in a thread title
 MAX_LINE = 100_000_000  # a line number
-
-# -- error codes -----------------------------------------------------------------------------
-INVALID_PARAMS = -32602
-UNKNOWN_TOPIC = -32001
-UNKNOWN_WORKSPACE = -32002
-CHAT_NOT_CONFIGURED = -32003
-PROVIDER_ERROR = -32004
-STORE_ERROR = -32005
-REQUEST_CANCELLED = -32800
-
-ERRORS: dict[str, int] = {
-    "InvalidParams": INVALID_PARAMS,
-    "UnknownTopic": UNKNOWN_TOPIC,
-    "UnknownWorkspace": UNKNOWN_WORKSPACE,
-    "ChatModelNotConfigured": CHAT_NOT_CONFIGURED,
-    "ProviderError": PROVIDER_ERROR,
-    "StoreError": STORE_ERROR,
-    "RequestCancelled": REQUEST_CANCELLED,
-}
+MAX_KEY = 4096  # characters in an API key
+PROVIDER = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,99}$")  # litellm's provider names
 
 
 class ProtocolError(Exception):
@@ -95,7 +82,6 @@ class Method:
     early: bool = False
 
 
-# -- validation ------------------------------------------------------------------------------
 def validate(method: Method, raw: object) -> dict[str, Any]:
     """Typed params with defaults applied; raises InvalidParams naming the offending field."""
     if raw is None:
@@ -161,6 +147,29 @@ def parse_attachment(name: str, raw: object) -> Attachment:
     if language is not None:
         language = _check(Param(f"{name}.language", "string", max_length=MAX_LANGUAGE), language)
     return Attachment(kind, path, text, _line_range(f"{name}.range", raw.get("range")), language)
+
+
+def parse_api_key(name: str, raw: object) -> ApiKey:
+    """One API key from the client (`setApiKeys`); no error text ever quotes the key."""
+    if not isinstance(raw, Mapping):
+        raise invalid_params(name, f"must be an object, not {_json_type(raw)}")
+    provider = raw.get("provider")
+    if not isinstance(provider, str) or not PROVIDER.match(provider):
+        raise invalid_params(f"{name}.provider", "must be a provider name such as anthropic")
+    base = raw.get("apiBase") or None
+    if base is not None:
+        base = _check(Param(f"{name}.apiBase", "string", max_length=MAX_URI), base)
+        try:
+            check_api_base(base)
+        except ValueError as exc:
+            raise invalid_params(f"{name}.apiBase", str(exc)) from exc
+    key = raw.get("apiKey")
+    if not isinstance(key, str) or not 0 < len(key) <= MAX_KEY:
+        raise invalid_params(f"{name}.apiKey", f"must be a string of 1 to {MAX_KEY} characters")
+    if not (key.isascii() and key.isprintable()) or any(c.isspace() for c in key):
+        # it goes into an HTTP header: no line breaks, no spaces
+        raise invalid_params(f"{name}.apiKey", "must be printable ASCII without spaces")
+    return ApiKey(provider, base, key)
 
 
 def _line_range(name: str, raw: object) -> tuple[int, int] | None:
