@@ -84,7 +84,13 @@ def test_centered_cosines_equal_cosines_of_centered_vectors() -> None:
 
     items = sorted(vectors)
     raw = {(a, b): cos(unit[a], unit[b]) for i, a in enumerate(items) for b in items[i + 1 :]}
-    centered_cosines = centered(items, raw)
+    steps = centered(items, raw)  # a generator: it yields between chunks of pairs
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            centered_cosines = done.value
+            break
     for (a, b), value in centered_cosines.items():
         ca = tuple(x - m for x, m in zip(unit[a], mean, strict=True))
         cb = tuple(x - m for x, m in zip(unit[b], mean, strict=True))

@@ -228,9 +228,11 @@ class Refiner:
         assignment = {item: g for g, members in groups.items() for item in members}
         home = provisional_home(assignment, topic_of)
         mean: Vector = {}
-        for key in items:
+        for n, key in enumerate(items):
             for term, value in vectors[key].items():
                 mean[term] = mean.get(term, 0.0) + value / (norms[key] or 1.0) / len(items)
+            if n % SCORE_EVERY == SCORE_EVERY - 1:
+                yield None
         sequences: dict[str, list[int]] = {}  # per thread, in order
         for unit in units:
             if unit.ids[0] in vectors:
