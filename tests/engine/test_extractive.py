@@ -39,6 +39,17 @@ def test_entities_keep_urls_settings_and_quantities_whole() -> None:
     assert "-written" not in found and "//localhost" not in found and "200" not in found
 
 
+def test_kebab_case_names_are_named_things_and_hyphenated_words_are_not() -> None:
+    """Infrastructure names its resources in kebab case (`name = "gha-helm-deploy"` named
+    nothing, so a render's cut could not offer it); "hand-written" is still a word."""
+    found = entities(
+        'Set name = "gha-helm-deploy", keep the pw-prod-vpc-endpoints stack, add `django-filter`; '
+        "the read-only, hand-written role stays."
+    )
+    assert {"gha-helm-deploy", "pw-prod-vpc-endpoints", "django-filter"} <= set(found)
+    assert not {"read-only", "hand-written"} & set(found)
+
+
 # Eight exchanges of one topic; each names its own module and several more things after it.
 EXCHANGES = [
     f"In src/step{i}.py rename load_{i} to fetch_{i}, keep retry_{i} and cache_{i} as they are."

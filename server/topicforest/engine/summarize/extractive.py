@@ -35,6 +35,8 @@ _ENTITY = re.compile(
     r"|\b\d{1,3}(?:,\d{3})+\b"  # 43,200 (not "43" and "200")
     r"|\b\d{2,}[\w%]*\b"  # numbers, ports, sizes
     r"|[\w.-]*[/.][\w./-]*\w"  # paths, dotted names
+    r"|\b[a-z][a-z0-9]*(?:-[a-z0-9]+){2,}\b"  # kebab-case names: pw-prod-monthly, gha-tf-plan
+    r"|(?<=[`\"'])[a-z][a-z0-9]*-[a-z0-9-]*[a-z0-9](?=[`\"'])"  # quoted: `django-filter`
     r"|\b[A-Za-z_]\w*(?:_\w+|[a-z][A-Z]\w*)\b"  # snake_case / camelCase
     r"|\b[A-Z][A-Z0-9_]{2,}\b"  # CONSTANTS, ENV_VARS
 )
