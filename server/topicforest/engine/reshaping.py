@@ -2,9 +2,11 @@
 cap), and the record of it that the tree shows: when new messages reshape topics the change is
 shown as such, never a silent reshuffle (a mixin of `ContextWindow`).
 
-The record is per topic, newest first, a few entries each, kept in memory: every window derives
-it from the same changes (this process's own, or another's as they are loaded from the store,
-`note_loaded`), and a restart shows the tree as it was left.
+The record is per topic, newest first, a few entries each, kept in memory: what this window saw
+happen, from its own changes or another window's as they are loaded from the store
+(`note_loaded`). Windows see the same splits and merges; how many loads a burst of moves arrives
+in can differ, so the notes are not shared state (not stored: a restart shows the tree as it was
+left, with no notes).
 """
 
 from __future__ import annotations
@@ -156,14 +158,15 @@ class Reshaping:
 
     # -- the record ----------------------------------------------------------------------------
     def _note(self, root: int, kind: ReshapeKind, other: int, title: str | None, n: int) -> None:
-        """Note a change on `root`; a repeat of the latest (more moves between the same two
-        topics in one round) adds to it."""
+        """Note a change on `root`, newest first; the same change again (more moves between
+        the same two topics in one round, one exchange at a time) adds to the earlier note."""
         notes = self.reshapes.setdefault(root, [])
-        now = self.clock()
-        if notes and notes[0].kind == kind and notes[0].other == other:
-            notes[0] = replace(notes[0], messages=notes[0].messages + n, at=now)
-            return
-        notes.insert(0, Reshape(kind, other, title, n, now))
+        earlier = next((i for i, x in enumerate(notes) if (x.kind, x.other) == (kind, other)), None)
+        if earlier is not None:
+            note = notes.pop(earlier)
+            n += note.messages
+            title = note.other_title or title
+        notes.insert(0, Reshape(kind, other, title, n, self.clock()))
         del notes[MAX_RESHAPES:]
 
     def _shown_title(self, root: int) -> str | None:
