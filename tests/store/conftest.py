@@ -48,7 +48,8 @@ def state_of(window: ContextWindow) -> dict[str, Any]:
     """Everything a restart must restore, in comparable form."""
     forest = window.forest
     return {
-        "topics": [asdict(t) for t in window.topics()],
+        # less the reshape notes: what a window saw happen, not stored (engine/reshaping.py)
+        "topics": [{**asdict(t), "reshapes": ()} for t in window.topics()],
         "roots": {
             r: (forest.root(r).order, forest.members(r), forest.version(r), forest.root(r).dropped)
             for r in forest.roots()

@@ -149,20 +149,18 @@ def summarizing(client: Client) -> bool:
     )
 
 
+def shared(topics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Topics as the memory the windows share holds them: without each window's reshape notes
+    (what it saw happen: engine/reshaping.py)."""
+    return [{k: v for k, v in t.items() if k != "reshapes"} for t in topics]
+
+
 async def settled_topics(stub: ThreadedStubLLM, *clients: Client) -> list[dict[str, Any]]:
     """The windows' common topic list once background work is quiet and they all agree."""
     seen: list[Any] = []
 
     async def agree() -> list[dict[str, Any]] | None:
-        # the memory the windows share: each window's reshape notes are what it saw happen
-        # (engine/reshaping.py), not shared state
-        lists = [
-            [
-                {k: v for k, v in t.items() if k != "reshapes"}
-                for t in (await c.call("listTopics"))["topics"]
-            ]
-            for c in clients
-        ]
+        lists = [shared((await c.call("listTopics"))["topics"]) for c in clients]
         # busy: a summary at the stub, or one the server is still making (its progress is
         # open: the request may be on its way through the litellm worker)
         busy = any(r.finished is None for r in stub.calls("summary")) or any(

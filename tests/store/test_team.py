@@ -30,7 +30,7 @@ from topicforest.workspace.settings import Settings
 
 from ..server.conftest import Client
 from .conftest import synthetic
-from .test_cross_window import Windows, chat_turns, pid, settled_topics, until
+from .test_cross_window import Windows, chat_turns, pid, settled_topics, shared, until
 
 REMOTES = ("git@github.com:example/shop.git", "https://github.com/example/shop")
 
@@ -136,7 +136,7 @@ async def test_acknowledged_turns_survive_a_database_restart_mid_conversation(
     try:
         error = await a.rpc_error("chat", {"threadId": "a", "turnId": "down", "message": "hi?"})
         assert error.code == -32005 and "unreachable" in str(error)
-        assert (await a.call("listTopics"))["topics"] == topics  # served from memory
+        assert shared((await a.call("listTopics"))["topics"]) == topics  # served from memory
     finally:
         postgres.resume()
     wait_until_reachable(postgres.url())
