@@ -73,12 +73,13 @@ $(WHEEL): $(STAMP) pyproject.toml README.md $(PY_SOURCES)
 	mkdir -p build
 	$(PY) -m pip wheel --quiet --no-deps -w dist . 2>build/wheel.log || { cat build/wheel.log; exit 1; }
 
-# server/constraints.txt: every package the wheel installs, from a fresh venv (regenerate after
-# changing a dependency; the e2e installs with it, so a pin that does not install fails there)
+# server/constraints.txt: every package the wheel installs with its `mcp` extra, from a fresh venv
+# (regenerate after changing a dependency; the e2e installs with it, so a pin that does not install
+# fails there). The extension installs the wheel alone; the extra's pins serve its MCP "Install".
 lock: $(WHEEL)
 	rm -rf build/lock-venv
 	$(PYTHON) -m venv build/lock-venv
-	build/lock-venv/bin/python -m pip install --quiet $(WHEEL)
+	build/lock-venv/bin/python -m pip install --quiet "$(WHEEL)[mcp]"
 	{ sed -n '/^#/p' server/constraints.txt; build/lock-venv/bin/python -m pip freeze \
 	  | grep -v '^topicforest'; } > server/constraints.tmp && mv server/constraints.tmp server/constraints.txt
 	rm -rf build/lock-venv

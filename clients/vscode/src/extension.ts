@@ -21,7 +21,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const log = vscode.window.createOutputChannel('Topic Forest', { log: true });
   const bundle = findBundle(context.extensionPath);
   const version = (context.extension.packageJSON as { version?: string }).version;
-  const mcp = new McpServerOffer(version); // the memory for VS Code's agent, on the same Python
+  const mcp = new McpServerOffer(version, bundle?.constraints); // for VS Code's agent, same Python
   const createClient = languageClientFactory(log);
   server = new ServerManager(log, {
     create: (launch) => {

@@ -48,8 +48,9 @@ export class McpServerOffer implements McpProvider, vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<void>();
   readonly onDidChangeMcpServerDefinitions = this.changed.event;
 
-  constructor(private readonly version: string | undefined, private readonly api = vscodeMcpApi(),
-    private readonly exec: Exec = execProgram) {}
+  /** `constraints`: the bundled pins (environment.ts: Bundle), which also pin the SDK's. */
+  constructor(private readonly version: string | undefined, private readonly constraints?: string,
+    private readonly api = vscodeMcpApi(), private readonly exec: Exec = execProgram) {}
 
   /** Offers the server to VS Code. package.json contributes the provider under both names the
    *  API has had (`modelContextServerCollections` in 1.100, `mcpServerDefinitionProviders` from
@@ -87,16 +88,33 @@ export class McpServerOffer implements McpProvider, vscode.Disposable {
     return [definition];
   }
 
-  /** Before VS Code starts it: the SDK is an extra (`topicforest[mcp]`), which the extension's
-   *  own environment does not install; without it, say how to add it instead of failing. */
+  /** Before VS Code starts it: the SDK is an extra (`topicforest[mcp]`) that the extension's
+   *  own environment does not install up front (most users never turn the server on); without
+   *  it, offer to install it there, pinned like the rest, instead of starting a server that
+   *  cannot run. */
   async resolveMcpServerDefinition(server: McpStdioDefinition): Promise<McpStdioDefinition | undefined> {
     const python = this.python;
     if (!python) return undefined;
-    const check = await this.exec(python, ['-c', 'import mcp.server'], { timeoutMs: 60_000 });
-    if (check.code === 0) return server;
-    void vscode.window.showWarningMessage(`Topic Forest: the memory's MCP server needs the MCP SDK ` +
-      `in ${python}: run  ${python} -m pip install '${MCP_SDK}'  (or turn topicForest.mcpServer off).`);
+    if (await this.hasSdk(python)) return server;
+    const install = 'Install the MCP SDK';
+    const choice = await vscode.window.showWarningMessage(`Topic Forest: the memory's MCP server ` +
+      `needs the MCP SDK (${MCP_SDK}) in ${python}; or run  ${python} -m pip install '${MCP_SDK}'  ` +
+      '(or turn topicForest.mcpServer off).', install);
+    if (choice !== install) return undefined;
+    const pins = this.constraints ? ['-c', this.constraints] : [];
+    const result = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `Topic Forest: installing ${MCP_SDK}` },
+      () => this.exec(python, ['-m', 'pip', 'install', '--disable-pip-version-check', ...pins, MCP_SDK],
+        { timeoutMs: 600_000 }));
+    if (result.code === 0 && await this.hasSdk(python)) return server;
+    const why = (result.stderr || result.stdout).trim().split('\n').at(-1) ?? '';
+    void vscode.window.showErrorMessage(`Topic Forest: installing ${MCP_SDK} into ${python} failed` +
+      `${why ? `: ${why}` : ''}.`);
     return undefined;
+  }
+
+  private async hasSdk(python: string): Promise<boolean> {
+    return (await this.exec(python, ['-c', 'import mcp.server'], { timeoutMs: 60_000 })).code === 0;
   }
 
   dispose(): void {

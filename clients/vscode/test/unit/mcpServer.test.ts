@@ -40,22 +40,22 @@ describe('the MCP server offered to VS Code', () => {
   it('registers the provider package.json contributes; nothing, and no failure, without the API', () => {
     const warnings: string[] = [];
     const warn = (message: string): void => { warnings.push(message); };
-    new McpServerOffer('0.1.0', api).register(warn);
+    new McpServerOffer('0.1.0', undefined, api).register(warn);
     expect(registered.map((r) => r.id)).toEqual([PROVIDER_ID]);
     for (const contributed of [pkg.contributes.mcpServerDefinitionProviders,
       pkg.contributes.modelContextServerCollections] as { id: string }[][]) {
       expect(contributed.map((p) => p.id)).toEqual([PROVIDER_ID]);
     }
-    expect(() => { new McpServerOffer('0.1.0', {}).register(warn).dispose(); }).not.toThrow();
+    expect(() => { new McpServerOffer('0.1.0', undefined, {}).register(warn).dispose(); }).not.toThrow();
     // a VS Code whose API refuses the provider: activation goes on, the log says why
     const refusing: McpApi = { lm: { registerMcpServerDefinitionProvider: () => { throw new Error('no'); } } };
-    expect(() => { new McpServerOffer('0.1.0', refusing).register(warn).dispose(); }).not.toThrow();
+    expect(() => { new McpServerOffer('0.1.0', undefined, refusing).register(warn).dispose(); }).not.toThrow();
     expect(warnings).toEqual([expect.stringContaining('not offered')]);
   });
 
   it('offers nothing until the setting is on and the server has an interpreter', () => {
     workspace.workspaceFolders = [{ uri: Uri.file('/ws') }];
-    const offer = new McpServerOffer('0.1.0', api);
+    const offer = new McpServerOffer('0.1.0', undefined, api);
     expect(offer.provideMcpServerDefinitions()).toEqual([]);
     configuration.set('topicForest.mcpServer', true);
     expect(offer.provideMcpServerDefinitions()).toEqual([]); // no interpreter yet
@@ -67,7 +67,7 @@ describe('the MCP server offered to VS Code', () => {
     configuration.set('topicForest.mcpServer', true);
     configuration.set('topicForest.storeUrl', ' postgresql://ann@db:5432/tf ');
     configuration.set('topicForest.user', 'ann');
-    const offer = new McpServerOffer('0.1.0', api);
+    const offer = new McpServerOffer('0.1.0', undefined, api);
     let changes = 0;
     offer.onDidChangeMcpServerDefinitions(() => changes++);
     offer.launched('/env/bin/python');
@@ -85,13 +85,47 @@ describe('the MCP server offered to VS Code', () => {
 
   it('says how to install the SDK instead of starting a server that cannot run', async () => {
     const server = new Definition('x', 'y');
-    const missing = new McpServerOffer('0.1.0', api, exec(1));
+    const missing = new McpServerOffer('0.1.0', '/ext/bundled/constraints.txt', api, exec(1));
     missing.launched('/env/bin/python');
-    expect(await missing.resolveMcpServerDefinition(server)).toBeUndefined();
+    expect(await missing.resolveMcpServerDefinition(server)).toBeUndefined();  // not installed
     expect(String(window.showWarningMessage.mock.calls[0]?.[0])).toContain(`pip install '${MCP_SDK}'`);
-    const present = new McpServerOffer('0.1.0', api, exec(0));
+    const present = new McpServerOffer('0.1.0', undefined, api, exec(0));
     present.launched('/env/bin/python');
     expect(await present.resolveMcpServerDefinition(server)).toBe(server);
+  });
+
+  it('installs the SDK, pinned like the rest, when the user asks, then starts the server', async () => {
+    const server = new Definition('x', 'y');
+    const calls: string[][] = [];
+    let installed = false;
+    const pip: Exec = (_file, args) => {
+      calls.push(args);
+      if (args.includes('install')) installed = true;
+      return Promise.resolve({ code: args[0] === '-c' && !installed ? 1 : 0, stdout: '', stderr: '' });
+    };
+    window.showWarningMessage.mockImplementationOnce(() => Promise.resolve('Install the MCP SDK'));
+    const offer = new McpServerOffer('0.1.0', '/ext/bundled/constraints.txt', api, pip);
+    offer.launched('/env/bin/python');
+    expect(await offer.resolveMcpServerDefinition(server)).toBe(server);
+    expect(calls).toEqual([
+      ['-c', 'import mcp.server'],
+      ['-m', 'pip', 'install', '--disable-pip-version-check', '-c', '/ext/bundled/constraints.txt', MCP_SDK],
+      ['-c', 'import mcp.server'],
+    ]);
+  });
+
+  it('says why an install failed and starts nothing', async () => {
+    const failing: Exec = () => Promise.resolve({ code: 1, stdout: '', stderr: 'x\nERROR: No matching distribution' });
+    window.showWarningMessage.mockImplementationOnce(() => Promise.resolve('Install the MCP SDK'));
+    const offer = new McpServerOffer('0.1.0', undefined, api, failing);
+    offer.launched('/env/bin/python');
+    expect(await offer.resolveMcpServerDefinition(new Definition('x', 'y'))).toBeUndefined();
+    expect(String(window.showErrorMessage.mock.calls[0]?.[0])).toContain('failed: ERROR: No matching distribution');
+  });
+
+  it('pins the SDK in the bundled constraints (make lock installs the wheel with its mcp extra)', () => {
+    const constraints = readFileSync('../../server/constraints.txt', 'utf8');
+    expect(constraints.split('\n')).toContain(MCP_SDK);
   });
 
   it('pins the SDK pyproject.toml\'s mcp extra pins', () => {
