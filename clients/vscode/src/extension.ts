@@ -1,7 +1,8 @@
 // Wires the server, the chat view, the topic tree, commands and the status bar together.
 import * as vscode from 'vscode';
 import { attachable } from './attachments';
-import { ChatController, ChatViewProvider } from './chatView';
+import { ChatController } from './chatView';
+import { ChatViewProvider } from './chatViewProvider';
 import { CodeBlockActions, EditorTracker, PROPOSAL_SCHEME, ProposalProvider } from './codeBlocks';
 import { TopicCommands } from './commands';
 import { CONTEXT_SCHEME, ContextViewProvider } from './contextView';

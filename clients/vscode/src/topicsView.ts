@@ -11,6 +11,7 @@ import { budgetDescription } from './topicTree';
 export const CONTEXT_KEYS = {
   server: 'topicForest.server',           // ServerState
   noChatModel: 'topicForest.noChatModel', // neither topicForest.chatModel nor topicForest.models names one
+  chatVisible: 'topicForest.chatVisible', // the chat view is open (chatViewProvider.ts): no "Open Chat"
 } as const;
 
 export function setContext(key: string, value: unknown): void {
