@@ -8,21 +8,29 @@ export function budgetText(used: number, budget: number): string {
   return `$(layers) ${compactTokens(used)}/${compactTokens(budget)}`;
 }
 
-/** How many topics the next request carries and how many it leaves out for lack of room. */
+/** How many topics the next request carries and how many it leaves out for lack of room; what
+ * the topics cost in it, and how many of the thread's own messages it carries (0: a new thread). */
 export interface TopicCounts {
   sent: number;
   noRoom: number;
+  topicTokens?: number;
+  threadMessages?: number;
 }
 
 const topics = (n: number) => `${n} topic${n === 1 ? '' : 's'}`;
 
 export function budgetTooltip(used: number, budget: number, counts?: TopicCounts): string {
   const pct = budget > 0 ? Math.round((100 * used) / budget) : 0;
-  const what = counts ? `${topics(counts.sent)} and the current thread's recent messages` +
-    (counts.noRoom ? `; ${topics(counts.noRoom)} left out for lack of room` : '')
+  const noRoom = counts?.noRoom ? `; ${topics(counts.noRoom)} left out for lack of room` : '';
+  const carries = `${used} of ${budget} history tokens (${pct}%)`;
+  if (counts?.threadMessages === 0) {  // a new thread is not full: it carries the workspace's memory
+    return `Topic Forest: a new thread starts with the workspace's topics: ${topics(counts.sent)}, ` +
+      `${counts.topicTokens ?? used} tokens${noRoom}. Its next request carries ${carries}; its own ` +
+      'messages join them as you chat, within the same budget. Click to show topics.';
+  }
+  const what = counts ? `${topics(counts.sent)} and the current thread's recent messages${noRoom}`
     : 'topics and the current thread\'s recent messages';
-  return `Topic Forest: the next request carries ${used} of ${budget} history tokens (${pct}%): ` +
-    `${what}. Click to show topics.`;
+  return `Topic Forest: the next request carries ${carries}: ${what}. Click to show topics.`;
 }
 
 export class BudgetStatus implements vscode.Disposable {

@@ -20,8 +20,10 @@ export function setContext(key: string, value: unknown): void {
 
 /** The counts a listTopics result gives, if the server says which topics are sent. */
 export function topicCounts(result: ListTopicsResult): TopicCounts | undefined {
-  const { rendered, omittedTopics } = result as Partial<ListTopicsResult>;
-  return Array.isArray(rendered) ? { sent: rendered.length, noRoom: omittedTopics?.length ?? 0 } : undefined;
+  const { rendered, omittedTopics, threadMessages } = result as Partial<ListTopicsResult>;
+  if (!Array.isArray(rendered)) return undefined;
+  return { sent: rendered.length, noRoom: omittedTopics?.length ?? 0,
+    topicTokens: rendered.reduce((sum, t) => sum + t.tokens, 0), threadMessages };
 }
 
 export class TopicsViewState {

@@ -21,17 +21,19 @@ describe('the Topics view header, status bar and welcome keys', () => {
 
   it('header and status bar show the thread\'s next request; an empty tree leaves room for the welcome', () => {
     const { view, status, state } = setup();
-    state.loaded({ topics: [], budget: 2048, used: 1587, threadId: 't', rendered: [], omittedTopics: [] });
+    state.loaded({ topics: [], budget: 2048, used: 1587, threadId: 't', rendered: [], omittedTopics: [],
+      threadMessages: 6 });
     expect(view.description).toBe('1.6k / 2k tokens');
-    expect(status.update).toHaveBeenCalledWith(1587, 2048, { sent: 0, noRoom: 0 });
+    expect(status.update).toHaveBeenCalledWith(1587, 2048, { sent: 0, noRoom: 0, topicTokens: 0, threadMessages: 6 });
     // VS Code shows welcome content only for an empty tree without a message
     expect(view.message).toBeUndefined();
   });
 
   it('counts topics sent and left out for lack of room; none from a server that does not say', () => {
     const topics = [makeTopic({ id: 1 }), makeTopic({ id: 2 })];
-    expect(topicCounts({ topics, budget: 1, used: 1, threadId: 't', rendered: [{ id: 1, mode: 'summary', tokens: 3 }],
-      omittedTopics: [2] })).toEqual({ sent: 1, noRoom: 1 });
+    expect(topicCounts({ topics, budget: 1, used: 1, threadId: 't', rendered: [{ id: 1, mode: 'summary', tokens: 3 },
+      { id: 2, mode: 'verbatim', tokens: 5 }], omittedTopics: [3], threadMessages: 0 }))
+      .toEqual({ sent: 2, noRoom: 1, topicTokens: 8, threadMessages: 0 });
     expect(topicCounts({ topics, budget: 1, used: 1 } as never)).toBeUndefined();
   });
 
