@@ -54,6 +54,8 @@ export interface ChatOptions {
   editor?: () => vscode.TextEditor | undefined;
   codeBlocks?: CodeBlockActions;
   config?: () => ConfigReader;
+  /** the pending attachments' estimated tokens changed (the budget figure shows them beside it) */
+  onAttachments?: (tokens: number) => void;
 }
 
 const SERVER_ACTIONS = [{ id: 'restartServer', label: 'Restart Server' },
@@ -84,8 +86,10 @@ export class ChatController implements vscode.Disposable, ThreadHost {
     private readonly options: ChatOptions = {},
   ) {
     const editor = options.editor ?? (() => vscode.window.activeTextEditor);
-    this.pending = new PendingAttachments(editor, () =>
-      this.post({ type: 'pending', attachments: this.pending.chips }));
+    this.pending = new PendingAttachments(editor, () => {
+      this.post({ type: 'pending', attachments: this.pending.chips });
+      options.onAttachments?.(this.pending.tokens);
+    });
     this.threads = new ThreadList(connection, this);
     this.models = new ModelChoice(state, options.config ??
       (() => vscode.workspace.getConfiguration('topicForest')));

@@ -44,7 +44,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const proposals = new ProposalProvider();
   const editor = () => editors.editor;
   const chat = new ChatController(server, context.workspaceState, () => tree.refresh(),
-    { editor, codeBlocks: new CodeBlockActions(proposals, editor) });
+    { editor, codeBlocks: new CodeBlockActions(proposals, editor), onAttachments: (n) => status.attachments(n) });
   const focusChat = async (): Promise<void> => {
     await vscode.commands.executeCommand('topicForest.chat.focus');
     chat.focusInput();
