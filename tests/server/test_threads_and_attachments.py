@@ -153,8 +153,13 @@ async def test_list_topics_of_a_thread_is_the_next_request(
     assert listed["rendered"] == rendered["topics"]
     assert listed["omittedTopics"] == rendered["omittedTopics"]
     assert rendered["hotMessageIds"]  # the thread's hot messages count: the 603 vs 1,587
+    assert listed["threadMessages"] == len(rendered["hotMessageIds"])
     plain = await chat_client.call("listTopics")
     assert plain["threadId"] is None and plain["used"] < listed["used"]
+    # a new thread's next request carries the workspace's topics and none of its own messages
+    fresh = await chat_client.call("listTopics", {"threadId": "new"})
+    assert fresh["threadMessages"] == 0 and fresh["rendered"]
+    assert fresh["used"] == (await chat_client.call("renderContext", {"threadId": "new"}))["tokens"]
 
 
 async def test_rename_and_delete_a_thread(chat_client: Client, stub: ThreadedStubLLM) -> None:

@@ -357,7 +357,8 @@ async function main() {
     // no topics yet: the Topics view shows its welcome content (a view message used to hide it)
     const welcome = topicsPane(page).locator('.welcome-view-content');
     await welcome.filter({ hasText: 'No topics yet' }).first().waitFor({ timeout: 20_000 });
-    await welcome.getByRole('button', { name: 'Open Chat' }).first().waitFor({ timeout: 5_000 });
+    // the chat is open beside it: no "Open Chat" (topicForest.chatVisible)
+    await welcome.getByRole('button', { name: 'Open Chat' }).waitFor({ state: 'detached', timeout: 20_000 });
     log(`topics welcome: ${(await welcome.first().innerText()).replace(/\s+/g, ' ').slice(0, 120)}`);
     await shot('00b-topics-welcome');
     const inner = () => page.frames().find((f) => f.url().includes('fake.html'));

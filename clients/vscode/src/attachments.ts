@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import * as vscode from 'vscode';
 import type { Chip, MentionItem } from './chatMessages';
 import type { Attachment, AttachmentRef } from './protocol';
+import { estimateTokens } from './format';
 import { leadsOutThroughLink } from './paths';
 
 /** Per file, what is sent at most (the server then fits it into its own budget). */
@@ -135,12 +136,24 @@ export class PendingAttachments {
     return this.items.length;
   }
 
-  /** Adds one attachment; false when it is there already or the turn is full. */
+  /** Adds one attachment (false when it is there already or the turn is full); its chip shows
+   *  its cost once `read` has told (a file is read at once, and again when the message goes out). */
   private add(chip: Chip, read: () => Promise<Attachment>): boolean {
     if (this.items.length >= MAX_ATTACHMENTS || this.items.some((p) => same(p.chip, chip))) return false;
-    this.items.push({ chip: { ...chip, id: randomUUID() }, read });
+    const item = { chip: { ...chip, id: randomUUID() }, read };
+    this.items.push(item);
     this.changed();
+    void read().then((a) => {
+      if (!this.items.includes(item)) return;
+      item.chip = { ...item.chip, tokens: estimateTokens(a.text) };
+      this.changed();
+    });
     return true;
+  }
+
+  /** The estimated tokens the pending attachments add to the next request. */
+  get tokens(): number {
+    return this.items.reduce((sum, p) => sum + (p.chip.tokens ?? 0), 0);
   }
 
   addAttachment(attachment: Attachment): boolean {

@@ -10,6 +10,7 @@ export interface Chip {
   path: string;
   range?: LineRange | null;
   truncated?: boolean;
+  tokens?: number; // a pending one's estimated cost in the next request
 }
 
 /** One row of the `@` completion list. */

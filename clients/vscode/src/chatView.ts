@@ -4,7 +4,6 @@
 import { randomUUID } from 'node:crypto';
 import * as vscode from 'vscode';
 import { chipOf, PendingAttachments } from './attachments';
-import { chatHtml, makeNonce } from './chatHtml';
 import { type Chip, type FromWebview, STOPPED_EMPTY, type ToWebview } from './chatMessages';
 import type { CodeBlockActions } from './codeBlocks';
 import { ERROR_ACTION_COMMANDS } from './commands';
@@ -55,6 +54,8 @@ export interface ChatOptions {
   editor?: () => vscode.TextEditor | undefined;
   codeBlocks?: CodeBlockActions;
   config?: () => ConfigReader;
+  /** the pending attachments' estimated tokens changed (the budget figure shows them beside it) */
+  onAttachments?: (tokens: number) => void;
 }
 
 const SERVER_ACTIONS = [{ id: 'restartServer', label: 'Restart Server' },
@@ -85,8 +86,10 @@ export class ChatController implements vscode.Disposable, ThreadHost {
     private readonly options: ChatOptions = {},
   ) {
     const editor = options.editor ?? (() => vscode.window.activeTextEditor);
-    this.pending = new PendingAttachments(editor, () =>
-      this.post({ type: 'pending', attachments: this.pending.chips }));
+    this.pending = new PendingAttachments(editor, () => {
+      this.post({ type: 'pending', attachments: this.pending.chips });
+      options.onAttachments?.(this.pending.tokens);
+    });
     this.threads = new ThreadList(connection, this);
     this.models = new ModelChoice(state, options.config ??
       (() => vscode.workspace.getConfiguration('topicForest')));
@@ -476,25 +479,5 @@ export class ChatController implements vscode.Disposable, ThreadHost {
   dispose(): void {
     this.stop();
     for (const s of this.subscriptions) s.dispose();
-  }
-}
-
-export class ChatViewProvider implements vscode.WebviewViewProvider {
-  constructor(private readonly extensionUri: vscode.Uri, private readonly controller: ChatController) {}
-
-  resolveWebviewView(view: vscode.WebviewView): void {
-    const root = vscode.Uri.joinPath(this.extensionUri, 'dist', 'webview');
-    view.webview.options = { enableScripts: true, localResourceRoots: [root] };
-    view.webview.html = chatHtml({
-      cspSource: view.webview.cspSource,
-      nonce: makeNonce(),
-      scriptUri: view.webview.asWebviewUri(vscode.Uri.joinPath(root, 'chat.js')).toString(),
-      styleUri: view.webview.asWebviewUri(vscode.Uri.joinPath(root, 'chat.css')).toString(),
-    });
-    this.controller.attach(view.webview);
-    view.webview.onDidReceiveMessage((m: FromWebview) => {
-      this.controller.handle(m).catch((error: unknown) => this.controller.reportError(error));
-    });
-    view.onDidDispose(() => this.controller.attach(undefined));
   }
 }

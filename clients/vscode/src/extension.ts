@@ -1,7 +1,8 @@
 // Wires the server, the chat view, the topic tree, commands and the status bar together.
 import * as vscode from 'vscode';
 import { attachable } from './attachments';
-import { ChatController, ChatViewProvider } from './chatView';
+import { ChatController } from './chatView';
+import { ChatViewProvider } from './chatViewProvider';
 import { CodeBlockActions, EditorTracker, PROPOSAL_SCHEME, ProposalProvider } from './codeBlocks';
 import { TopicCommands } from './commands';
 import { CONTEXT_SCHEME, ContextViewProvider } from './contextView';
@@ -43,7 +44,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const proposals = new ProposalProvider();
   const editor = () => editors.editor;
   const chat = new ChatController(server, context.workspaceState, () => tree.refresh(),
-    { editor, codeBlocks: new CodeBlockActions(proposals, editor) });
+    { editor, codeBlocks: new CodeBlockActions(proposals, editor), onAttachments: (n) => status.attachments(n) });
   const focusChat = async (): Promise<void> => {
     await vscode.commands.executeCommand('topicForest.chat.focus');
     chat.focusInput();

@@ -6,6 +6,14 @@ export function compactTokens(n: number): string {
   return `${k < 10 ? k.toFixed(1).replace(/\.0$/, '') : Math.round(k)}k`;
 }
 
+/** The server's conservative token estimate (engine/tokens.py `estimate_tokens`): about 3 ASCII
+ *  characters per token, one token per UTF-8 byte of anything else. */
+export function estimateTokens(text: string): number {
+  const bytes = new TextEncoder().encode(text);
+  const ascii = bytes.filter((b) => b < 0x80).length;
+  return Math.floor((ascii + 2) / 3) + (bytes.length - ascii) + 1;
+}
+
 /** One line, at most `max` characters, whitespace collapsed. */
 export function excerpt(text: string, max = 80): string {
   const line = text.replace(/\s+/g, ' ').trim();

@@ -127,7 +127,7 @@ export interface ChatResult {
   model: string;
 }
 
-/** Every topic (dropped ones too) with its state, plus the budget and what the next request of the thread carries: its size, the topics in it and those left out. */
+/** Every topic (dropped ones too) with its state, plus the budget and what the next request of the thread carries: its size, the topics in it and those left out, and how many of the thread's own messages (0: a new thread starts with the topics alone). */
 export interface ListTopicsParams {
   /** Workspace folder URI; default: the first folder, else the global memory */
   workspaceUri?: string | null;
@@ -142,6 +142,7 @@ export interface ListTopicsResult {
   threadId: string | null;
   rendered: RenderedTopic[];
   omittedTopics: number[];
+  threadMessages: number;
 }
 
 /** A topic and its original messages, without changing anything. */

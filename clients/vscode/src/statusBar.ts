@@ -4,25 +4,40 @@ import * as vscode from 'vscode';
 import type { ServerState } from './connection';
 import { compactTokens } from './format';
 
-export function budgetText(used: number, budget: number): string {
-  return `$(layers) ${compactTokens(used)}/${compactTokens(budget)}`;
+export function budgetText(used: number, budget: number, attached = 0): string {
+  return `$(layers) ${compactTokens(used)}/${compactTokens(budget)}${attached ? ` +${compactTokens(attached)}` : ''}`;
 }
 
-/** How many topics the next request carries and how many it leaves out for lack of room. */
+/** How many topics the next request carries and how many it leaves out for lack of room; what
+ * the topics cost in it, and how many of the thread's own messages it carries (0: a new thread). */
 export interface TopicCounts {
   sent: number;
   noRoom: number;
+  topicTokens?: number;
+  threadMessages?: number;
 }
 
 const topics = (n: number) => `${n} topic${n === 1 ? '' : 's'}`;
 
-export function budgetTooltip(used: number, budget: number, counts?: TopicCounts): string {
+/** What the next request carries; `attached`: the pending attachments' estimated tokens. */
+export function budgetTooltip(used: number, budget: number, counts?: TopicCounts, attached = 0): string {
+  const extra = attached ? ` + ${attached} tokens of attachments with the next message (estimated; ` +
+    'outside the history budget).' : '';
+  return `Topic Forest: ${historyCarried(used, budget, counts)}${extra} Click to show topics.`;
+}
+
+function historyCarried(used: number, budget: number, counts?: TopicCounts): string {
   const pct = budget > 0 ? Math.round((100 * used) / budget) : 0;
-  const what = counts ? `${topics(counts.sent)} and the current thread's recent messages` +
-    (counts.noRoom ? `; ${topics(counts.noRoom)} left out for lack of room` : '')
+  const noRoom = counts?.noRoom ? `; ${topics(counts.noRoom)} left out for lack of room` : '';
+  const carries = `${used} of ${budget} history tokens (${pct}%)`;
+  if (counts?.threadMessages === 0) {  // a new thread is not full: it carries the workspace's memory
+    return `a new thread starts with the workspace's topics: ${topics(counts.sent)}, ` +
+      `${counts.topicTokens ?? used} tokens${noRoom}. Its next request carries ${carries}; its own ` +
+      'messages join them as you chat, within the same budget.';
+  }
+  const what = counts ? `${topics(counts.sent)} and the current thread's recent messages${noRoom}`
     : 'topics and the current thread\'s recent messages';
-  return `Topic Forest: the next request carries ${used} of ${budget} history tokens (${pct}%): ` +
-    `${what}. Click to show topics.`;
+  return `the next request carries ${carries}: ${what}.`;
 }
 
 export class BudgetStatus implements vscode.Disposable {
@@ -37,10 +52,20 @@ export class BudgetStatus implements vscode.Disposable {
     this.item.show();
   }
 
+  private last: { used: number; budget: number; counts?: TopicCounts } | undefined;
+  private attached = 0;
+
   update(used: number, budget: number, counts?: TopicCounts): void {
-    this.item.text = budgetText(used, budget);
-    this.item.tooltip = budgetTooltip(used, budget, counts);
+    this.last = { used, budget, counts };
+    this.item.text = budgetText(used, budget, this.attached);
+    this.item.tooltip = budgetTooltip(used, budget, counts, this.attached);
     this.item.backgroundColor = undefined;
+  }
+
+  /** The chat's pending attachments: outside the history budget, shown beside it. */
+  attachments(tokens: number): void {
+    this.attached = tokens;
+    if (this.last) this.update(this.last.used, this.last.budget, this.last.counts);
   }
 
   serverState(state: ServerState): void {

@@ -11,6 +11,7 @@ import { budgetDescription } from './topicTree';
 export const CONTEXT_KEYS = {
   server: 'topicForest.server',           // ServerState
   noChatModel: 'topicForest.noChatModel', // neither topicForest.chatModel nor topicForest.models names one
+  chatVisible: 'topicForest.chatVisible', // the chat view is open (chatViewProvider.ts): no "Open Chat"
 } as const;
 
 export function setContext(key: string, value: unknown): void {
@@ -19,8 +20,10 @@ export function setContext(key: string, value: unknown): void {
 
 /** The counts a listTopics result gives, if the server says which topics are sent. */
 export function topicCounts(result: ListTopicsResult): TopicCounts | undefined {
-  const { rendered, omittedTopics } = result as Partial<ListTopicsResult>;
-  return Array.isArray(rendered) ? { sent: rendered.length, noRoom: omittedTopics?.length ?? 0 } : undefined;
+  const { rendered, omittedTopics, threadMessages } = result as Partial<ListTopicsResult>;
+  if (!Array.isArray(rendered)) return undefined;
+  return { sent: rendered.length, noRoom: omittedTopics?.length ?? 0,
+    topicTokens: rendered.reduce((sum, t) => sum + t.tokens, 0), threadMessages };
 }
 
 export class TopicsViewState {

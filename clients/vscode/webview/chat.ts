@@ -2,6 +2,7 @@
 // HTML, no images, highlight.js, DOMPurify); everything else is set as text. The CSP allows only
 // our nonce'd script; every handler is attached here, none inline.
 import { type Chip, type ErrorButton, type FromWebview, STOPPED_EMPTY, type ToWebview } from '../src/chatMessages';
+import { compactTokens } from '../src/format';
 import type { Message } from '../src/protocol';
 import { button, decorateCodeBlocks, flash } from './controls';
 import { isSafeUrl, renderMarkdown } from './markdown';
@@ -86,7 +87,8 @@ function fillChips(ul: HTMLUListElement, list: Chip[], removable: boolean): void
     li.className = `chip ${chip.kind}`;
     li.title = chip.path;
     const text = document.createElement('span');
-    text.textContent = chipLabel(chip);
+    // a pending one's estimated cost: attachments go beside the history budget, not in it
+    text.textContent = chipLabel(chip) + (chip.tokens === undefined ? '' : ` · ~${compactTokens(chip.tokens)} tok`);
     li.append(text);
     const id = chip.id;
     if (removable && id) {

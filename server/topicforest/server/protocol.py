@@ -235,7 +235,8 @@ METHODS: tuple[Method, ...] = (
         "request",
         "clientToServer",
         "Every topic (dropped ones too) with its state, plus the budget and what the next"
-        " request of the thread carries: its size, the topics in it and those left out.",
+        " request of the thread carries: its size, the topics in it and those left out, and how"
+        " many of the thread's own messages (0: a new thread starts with the topics alone).",
         (WORKSPACE, THREAD_ID_OPTIONAL),
         {
             "topics": "Topic[]",
@@ -244,6 +245,7 @@ METHODS: tuple[Method, ...] = (
             "threadId": "string|null",
             "rendered": "RenderedTopic[]",
             "omittedTopics": "integer[]",
+            "threadMessages": "integer",
         },
         COMMON_ERRORS,
         early=True,

@@ -147,7 +147,8 @@ class ChatResult(TypedDict):
 @dataclass(frozen=True, slots=True)
 class ListTopicsParams:
     """Every topic (dropped ones too) with its state, plus the budget and what the next request of
-    the thread carries: its size, the topics in it and those left out.
+    the thread carries: its size, the topics in it and those left out, and how many of the
+    thread's own messages (0: a new thread starts with the topics alone).
     """
 
     workspace_uri: str | None
@@ -161,6 +162,7 @@ class ListTopicsResult(TypedDict):
     threadId: str | None
     rendered: list[RenderedTopic]
     omittedTopics: list[int]
+    threadMessages: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -77,6 +77,12 @@ async def check_model(model: ChatModel) -> ModelCheck:
     return ModelCheck(model.model, model.api_base, True, None, f"{model.model} answered.", "")
 
 
+def in_words(exc: BaseException, model: ChatModel) -> str:
+    """A chat turn's failure as the user can act on it, the provider's words after (one line)."""
+    detail = short_error(exc)
+    return f"{explain(classify(detail), model)} ({' '.join(detail.split())})"
+
+
 def classify(text: str, keyed: bool = True) -> Problem:
     """The problem an error text shows; a refusal of a request that carried no key is `noKey`."""
     found = (p for p, pattern in PATTERNS if pattern.search(text))

@@ -29,8 +29,8 @@ from topicforest.engine.render import RenderedContext
 from topicforest.workspace.chat_model import ChatModelError, Usage
 from topicforest.workspace.errors import ChatNotConfigured, NotRetryable, ProviderError
 from topicforest.workspace.gate import SendGate
+from topicforest.workspace.model_check import in_words
 from topicforest.workspace.models import Models
-from topicforest.workspace.redact import short_error
 from topicforest.workspace.session import StoreSession
 from topicforest.workspace.settings import Settings
 
@@ -218,7 +218,7 @@ class ChatTurns:
             cancelled = True
         except Exception as exc:
             self._store_reply(session, user, parts, cancelled=True)  # keep what did arrive
-            raise ProviderError(f"The chat model {model} failed: {short_error(exc)}") from exc
+            raise ProviderError(in_words(exc, chat_model)) from exc
         finally:
             sending.end()  # failed or cancelled before its request left: upkeep may go on
             self.kick()

@@ -8,6 +8,8 @@ import * as mock from '../mocks/vscode';
 import {
   attachable, ATTACHABLE_SCHEMES, capText, excludeGlob, formatProblems, MAX_ATTACHMENTS, MAX_FILE_BYTES, PendingAttachments, rankPaths,
 } from '../../src/attachments';
+import { estimateTokens } from '../../src/format';
+import { eventually } from '../eventually';
 
 const uri = (path: string) => mock.Uri.file(`/ws/${path}`);
 
@@ -194,6 +196,23 @@ describe('attachments', () => {
     expect(lines.at(-1)).toMatch(/^… \[truncated by the editor: lines 2001–3000 of big\.txt not sent/);
     expect(lines.slice(0, -1).every((l) => l === line)).toBe(true);
     expect(capText('small', 'a.txt')).toBe('small');
+  });
+
+  it('each pending chip shows its estimated tokens (the server\'s estimate), and the list their sum', async () => {
+    mock.files.push('src/app.py');
+    mock.disk.set('/ws/src/app.py', 'x'.repeat(299)); // 100 tokens + 1
+    const { list, changes } = pending(editorOn('lib/é.py', 'héllo\n', [0, 0, 0, 6]));
+    expect(estimateTokens('hello world')).toBe(5);
+    expect(estimateTokens('héllo')).toBe(5); // 4 ASCII characters, 2 bytes of é
+    await list.addMention({ kind: 'file', path: 'src/app.py' });
+    list.addSelection();
+    await eventually(() => expect(list.chips.map((c) => c.tokens)).toEqual([101, 5]));
+    expect(list.tokens).toBe(106);
+    expect(changes()).toBe(4); // each added, then costed
+    list.remove(list.chips[0]!.id!);
+    expect(list.tokens).toBe(5);
+    expect((await list.take()).chips).toEqual([expect.not.objectContaining({ tokens: expect.anything() })]);
+    expect(list.tokens).toBe(0);
   });
 
   it('removes a chip by id and holds at most 20 attachments', async () => {

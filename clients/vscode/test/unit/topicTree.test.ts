@@ -125,7 +125,7 @@ describe('placements: where each topic stands in the next request', () => {
     topics: [makeTopic({ id: 1 }), makeTopic({ id: 2 }), makeTopic({ id: 3, dropped: true }), makeTopic({ id: 4 })],
     budget: 2048, used: 1587, threadId: 't1',
     rendered: [{ id: 2, mode: 'expanded', tokens: 700 }, { id: 1, mode: 'summary', tokens: 90 }],
-    omittedTopics: [4], ...over,
+    omittedTopics: [4], threadMessages: 2, ...over,
   });
 
   it('sent in rank order with mode and tokens, no room, dropped', () => {

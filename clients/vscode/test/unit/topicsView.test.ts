@@ -21,17 +21,19 @@ describe('the Topics view header, status bar and welcome keys', () => {
 
   it('header and status bar show the thread\'s next request; an empty tree leaves room for the welcome', () => {
     const { view, status, state } = setup();
-    state.loaded({ topics: [], budget: 2048, used: 1587, threadId: 't', rendered: [], omittedTopics: [] });
+    state.loaded({ topics: [], budget: 2048, used: 1587, threadId: 't', rendered: [], omittedTopics: [],
+      threadMessages: 6 });
     expect(view.description).toBe('1.6k / 2k tokens');
-    expect(status.update).toHaveBeenCalledWith(1587, 2048, { sent: 0, noRoom: 0 });
+    expect(status.update).toHaveBeenCalledWith(1587, 2048, { sent: 0, noRoom: 0, topicTokens: 0, threadMessages: 6 });
     // VS Code shows welcome content only for an empty tree without a message
     expect(view.message).toBeUndefined();
   });
 
   it('counts topics sent and left out for lack of room; none from a server that does not say', () => {
     const topics = [makeTopic({ id: 1 }), makeTopic({ id: 2 })];
-    expect(topicCounts({ topics, budget: 1, used: 1, threadId: 't', rendered: [{ id: 1, mode: 'summary', tokens: 3 }],
-      omittedTopics: [2] })).toEqual({ sent: 1, noRoom: 1 });
+    expect(topicCounts({ topics, budget: 1, used: 1, threadId: 't', rendered: [{ id: 1, mode: 'summary', tokens: 3 },
+      { id: 2, mode: 'verbatim', tokens: 5 }], omittedTopics: [3], threadMessages: 0 }))
+      .toEqual({ sent: 2, noRoom: 1, topicTokens: 8, threadMessages: 0 });
     expect(topicCounts({ topics, budget: 1, used: 1 } as never)).toBeUndefined();
   });
 
@@ -49,22 +51,26 @@ describe('the Topics view header, status bar and welcome keys', () => {
   it('every welcome entry is for the Topics view, shown by keys the extension sets, one per server state', () => {
     const welcome = pkg.contributes.viewsWelcome;
     const parts = (when: string) => when.split('&&').map((part) => {
-      const m = /^\s*([\w.]+)\s*(?:(==|!=)\s*(\w+))?\s*$/.exec(part);
+      const m = /^\s*(!?)([\w.]+)\s*(?:(==|!=)\s*(\w+))?\s*$/.exec(part);
       if (!m) throw new Error(`unsupported when clause: ${part}`);
-      return { key: m[1]!, op: m[2], rhs: m[3] };
+      return { not: m[1] === '!', key: m[2]!, op: m[3], rhs: m[4] };
     });
     for (const entry of welcome) {
       expect(entry.view).toBe('topicForest.topics');
       for (const { key } of parts(entry.when)) expect(Object.values(CONTEXT_KEYS)).toContain(key);
     }
-    const shown = (server: string, noChatModel: boolean) => welcome.filter((e) => parts(e.when).every(({ key, op, rhs }) => {
-      const value = key === CONTEXT_KEYS.server ? server : noChatModel;
-      return op === '==' ? value === rhs : op === '!=' ? value !== rhs : Boolean(value);
-    })).map((e) => e.contents);
-    expect(shown('running', false)).toEqual([expect.stringContaining('No topics yet')]);
-    expect(shown('running', false)[0]).toContain('[Open Chat](command:topicForest.chat.focus)');
-    expect(shown('running', true)[1]).toContain('[Configure Model](command:topicForest.configureModel)');
-    expect(shown('failed', false)).toEqual([expect.stringContaining('[Restart Server](command:topicForest.restartServer)')]);
-    expect(shown('starting', false)).toEqual([expect.stringContaining('Starting')]);
+    const shown = (server: string, noChatModel = false, chatVisible = false) => welcome.filter((e) =>
+      parts(e.when).every(({ not, key, op, rhs }) => {
+        const value = key === CONTEXT_KEYS.server ? server : key === CONTEXT_KEYS.noChatModel ? noChatModel : chatVisible;
+        return op === '==' ? value === rhs : op === '!=' ? value !== rhs : Boolean(value) !== not;
+      })).map((e) => e.contents);
+    expect(shown('running')).toEqual([expect.stringContaining('No topics yet'),
+      '[Open Chat](command:topicForest.chat.focus)']);
+    expect(shown('running', true)[2]).toContain('[Configure Model](command:topicForest.configureModel)');
+    // the chat is open: no offer to open it
+    expect(shown('running', false, true)).toEqual([expect.stringContaining('No topics yet')]);
+    expect(shown('running', true, true).join('\n')).not.toContain('Open Chat');
+    expect(shown('failed')).toEqual([expect.stringContaining('[Restart Server](command:topicForest.restartServer)')]);
+    expect(shown('starting')).toEqual([expect.stringContaining('Starting')]);
   });
 });

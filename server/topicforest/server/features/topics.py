@@ -29,6 +29,7 @@ def list_topics(ls: Host, p: wire.ListTopicsParams) -> wire.ListTopicsResult:
         "threadId": p.thread_id,
         "rendered": rendered_topics_json(upcoming),
         "omittedTopics": list(upcoming.omitted_topics),
+        "threadMessages": len(upcoming.hot_message_ids),
     }
 
 
