@@ -149,12 +149,19 @@ class Reshaping:
             mine.output_tokens += spent.output_tokens
         return survivor
 
-    def _named(self, note: Reshape) -> Reshape:
-        """`note` with the other topic's title: the one the tree showed when it happened, else
-        (a topic split off since) its title now."""
-        if note.other_title is None and self.forest.is_root(note.other):
-            return replace(note, other_title=self.title(note.other))
-        return note
+    def notes(self, root: int) -> tuple[Reshape, ...]:
+        """`root`'s notes, each with the other topic's title: the one the tree showed when it
+        happened, else (a topic split off since) its title now, kept once that topic is
+        summarized (looking titles up on every listing doubled its cost)."""
+        notes = self.reshapes.get(root, [])
+        out = []
+        for i, note in enumerate(notes):
+            if note.other_title is None and self.forest.is_root(note.other):
+                note = replace(note, other_title=self.title(note.other))
+                if note.other in self.summaries:  # the title it keeps
+                    notes[i] = note
+            out.append(note)
+        return tuple(out)
 
     # -- the record ----------------------------------------------------------------------------
     def _note(self, root: int, kind: ReshapeKind, other: int, title: str | None, n: int) -> None:

@@ -374,7 +374,7 @@ class ContextWindow(SummaryJobs, Reshaping, KeyLineUpkeep, Forgetting):
             first_time=centroid.first_time,
             last_time=centroid.last_time,
             spend=self.spend.get(root, Spend()),
-            reshapes=tuple(self._named(note) for note in self.reshapes.get(root, ())),
+            reshapes=self.notes(root),
         )
 
     def topics(self) -> list[TopicView]:
