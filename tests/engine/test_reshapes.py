@@ -39,10 +39,12 @@ def test_a_merge_names_the_topic_that_went_and_an_unseen_one_is_not_news() -> No
     window = summarized()
     first, second, *_ = window.forest.live_roots()
     gone_title = window.title(second)
+    sizes = {first: window.forest.size(first), second: window.forest.size(second)}
     survivor = window.merge_topics(first, second)
     absorbed = second if survivor == first else first
     (note,) = window.topic(survivor).reshapes
     assert note.kind == "merged" and note.other == absorbed
+    assert note.messages == sizes[absorbed]
     assert note.other_title == (gone_title if absorbed == second else window.title(first))
     # a new exchange's topic that was never summarized (no title shown) merges silently
     words = "quaternion slerp gimbal lock euler angles camera orbit yaw pitch roll matrix"

@@ -178,6 +178,7 @@ def test_another_window_shows_the_same_reshapes(memory: Memory) -> None:
     b.refresh()
     first, last = wa.topic_ids()[0], wa.topic_ids()[-1]
     shown = {first: wa.title(first), last: wa.title(last)}
+    sizes = {first: wa.forest.size(first), last: wa.forest.size(last)}
     survivor = wa.merge_topics(first, last)
     absorbed = last if survivor == first else first
     mover = next(r for r in wa.topic_ids() if r != survivor and wa.forest.size(r) >= 4)
@@ -190,8 +191,12 @@ def test_another_window_shows_the_same_reshapes(memory: Memory) -> None:
     assert b.refresh()
 
     def record(window, root):  # type: ignore[no-untyped-def]
-        return [(n.kind, n.other, n.other_title) for n in window.topic(root).reshapes]
+        return [(n.kind, n.other, n.other_title, n.messages) for n in window.topic(root).reshapes]
 
-    assert record(wb, survivor) == record(wa, survivor) == [("merged", absorbed, shown[absorbed])]
-    assert record(wb, new) == record(wa, new) == [("splitOff", mover, shown[mover])]
-    assert record(wb, mover) == record(wa, mover) == [("split", new, wa.title(new))]
+    assert (
+        record(wb, survivor)
+        == record(wa, survivor)
+        == [("merged", absorbed, shown[absorbed], sizes[absorbed])]
+    )
+    assert record(wb, new) == record(wa, new) == [("splitOff", mover, shown[mover], 2)]
+    assert record(wb, mover) == record(wa, mover) == [("split", new, wa.title(new), 2)]

@@ -125,9 +125,10 @@ class Reshaping:
 
     def _union(self, a: int, b: int) -> int:
         shown = {a: self._shown_title(a), b: self._shown_title(b)}
+        sizes = {a: self.forest.size(a), b: self.forest.size(b)}
         survivor = self.forest.union(a, b)
         absorbed = b if survivor == a else a
-        self._note_merge(survivor, absorbed, shown[absorbed])
+        self._note_merge(survivor, absorbed, shown[absorbed], sizes[absorbed])
         self.index.merge(survivor, absorbed)
         for flags in (self.pinned, self.expanded):
             if absorbed in flags:
@@ -187,13 +188,15 @@ class Reshaping:
         self._note(target, "splitOff" if new else "movedIn", source, shown, messages)
         self._note(source, "split" if new else "movedOut", target, None, messages)
 
-    def _note_merge(self, survivor: int, absorbed: int, absorbed_title: str | None) -> None:
-        """A merge of a topic the tree showed with a title; a new exchange's topic that the cap
-        folds into another at once was never one a person saw."""
+    def _note_merge(
+        self, survivor: int, absorbed: int, absorbed_title: str | None, messages: int
+    ) -> None:
+        """A merge of a topic the tree showed with a title (its `messages` joined `survivor`);
+        a new exchange's topic that the cap folds into another at once was never one a person
+        saw."""
         self.reshapes.pop(absorbed, None)
         if absorbed_title is not None:
-            size = len(self.forest.root(survivor).members)
-            self._note(survivor, "merged", absorbed, absorbed_title, size)
+            self._note(survivor, "merged", absorbed, absorbed_title, messages)
 
     def note_loaded(
         self,
@@ -210,12 +213,15 @@ class Reshaping:
         for member, source in was.items():
             if member in self.forest:
                 target = self.forest.find(member)
-                if target != source and source in roots_before and self.forest.is_root(source):
+                if target != source and source in roots_before:
                     moves[source, target] += 1
-        for (source, target), n in moves.items():
-            self._note_move(source, target, n, titles.get(source), new=target not in roots_before)
         for gone in roots_before - set(self.forest.roots()):
             if gone in self.forest:
-                self._note_merge(self.forest.find(gone), gone, titles.get(gone))
+                survivor = self.forest.find(gone)
+                self._note_merge(survivor, gone, titles.get(gone), moves.pop((gone, survivor), 0))
             else:
                 self.reshapes.pop(gone, None)
+        for (source, target), n in moves.items():
+            if self.forest.is_root(source):
+                new = target not in roots_before
+                self._note_move(source, target, n, titles.get(source), new=new)
