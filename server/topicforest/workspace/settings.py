@@ -250,7 +250,7 @@ def parse_settings(raw: object, previous: Settings = DEFAULTS) -> SettingsUpdate
         attribute = FIELDS.get(key)
         if attribute is None:
             hint = (
-                " (API keys are read from the environment only)" if SECRET_KEY.search(key) else ""
+                " (API keys are never settings: the environment's, or the client's key store)" if SECRET_KEY.search(key) else ""
             )
             update.warnings.append(f"unknown setting {SECTION}.{key} ignored{hint}")
             continue

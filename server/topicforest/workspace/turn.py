@@ -41,10 +41,11 @@ SYSTEM_PROMPT = (
     "topic memory; use it when relevant and say so when you need details you cannot see."
 )
 NOT_CONFIGURED = (
-    "No chat model is configured. Set `topicForest.chatModel` to a litellm model "
-    'string (for example "gpt-4o-mini", "anthropic/claude-3-5-haiku-latest" or '
-    '"openai/<name>" with `topicForest.apiBase`) and put the provider\'s API key in '
-    "the environment (for example OPENAI_API_KEY). Topics work without a model."
+    "No chat model is configured. Run Configure Model, or set `topicForest.chatModel` to a "
+    'litellm model string (for example "gpt-4o-mini", "anthropic/claude-3-5-haiku-latest" '
+    'or "openai/<name>" with `topicForest.apiBase`) and give the provider\'s API key (the '
+    "editor's key store, or the environment: for example OPENAI_API_KEY). Topics work "
+    "without a model."
 )
 
 
