@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from topicforest.server.protocol import PREFIX, PROVIDER_ERROR
+from topicforest.server.protocol import CHAT_NOT_CONFIGURED, PREFIX, PROVIDER_ERROR
 from topicforest.server.stdio_client import SERVE, RpcError, StdioClient
 from topicforest.testing.stub_llm import ThreadedStubLLM
 
-from .conftest import SERVER_ENV
+from .conftest import SERVER_ENV, Client
 
 HANG = 120  # seconds: bounds a hang only
 KEY = "right-key-for-the-stub-0123456789"  # not sk-shaped: redacted as ours, not by shape
@@ -93,3 +93,14 @@ def test_keys_reach_the_model_and_never_a_log_the_store_or_an_error(tmp_path: Pa
     assert any("refused" in t or "401" in t for t in texts[:1] + logged)  # the failures were logged
     for text in texts:
         assert KEY not in text and WRONG not in text
+
+
+async def test_testing_without_a_chat_model_says_how_to_set_one(client: Client) -> None:
+    error = await client.rpc_error("testModel", {})
+    assert error.code == CHAT_NOT_CONFIGURED and "Configure Model" in error.message
+    # a model named explicitly is tested even so: here an endpoint nothing listens on
+    result = await client.call(
+        "testModel", {"model": "openai/x", "apiBase": "http://127.0.0.1:9/v1"}
+    )
+    assert (result["ok"], result["problem"]) == (False, "unreachable")
+    assert result["message"].startswith("Cannot reach the endpoint of openai/x")
