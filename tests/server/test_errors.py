@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from topicforest.server.protocol import (
+    BY_NAME,
     INVALID_PARAMS,
     MAX_TEXT,
     PREFIX,
@@ -37,6 +38,8 @@ VALID: dict[str, dict[str, Any]] = {
     "renameThread": {"threadId": "t", "title": "T"},
     "deleteThread": {"threadId": "t"},
     **{m: {"topicId": 1} for m in TOPIC_METHODS},
+    "testModel": {"model": "openai/nowhere"},
+    "setApiKeys": {"keys": []},  # server-wide: names no workspace
 }
 BAD_PARAMS: list[tuple[str, dict[str, Any], str]] = [
     *[(m, {}, "topicId") for m in TOPIC_METHODS],
@@ -51,6 +54,9 @@ BAD_PARAMS: list[tuple[str, dict[str, Any], str]] = [
     ("chat", {"threadId": "t", "turnId": "1", "message": "x" * (MAX_TEXT + 1)}, "message"),
     ("chat", {"threadId": "t" * 201, "turnId": "1", "message": "hi"}, "threadId"),
     ("searchTopics", {}, "query"),
+    ("setApiKeys", {}, "keys"),
+    ("setApiKeys", {"keys": [{"provider": "openai", "apiKey": "a b"}]}, "keys[0].apiKey"),
+    ("testModel", {"apiBase": "file:///etc/passwd"}, "apiBase"),
     ("searchTopics", {"query": "x", "limit": 0}, "limit"),
     ("searchTopics", {"query": "x", "limit": 1.5}, "limit"),
     ("renderContext", {"query": ["a"]}, "query"),
@@ -98,9 +104,10 @@ async def test_every_method_rejects_an_unknown_workspace_and_non_object_params(
     client = shared_client
     assert {PREFIX + m for m in VALID} == {m.name for m in REQUESTS}
     for method, params in VALID.items():
-        error = await client.rpc_error(method, {**params, "workspaceUri": "file:///nowhere"})
-        assert error.code == UNKNOWN_WORKSPACE, method
-        assert "file:///nowhere" in error.message and client.workspace_uri in error.message
+        if any(p.name == "workspaceUri" for p in BY_NAME[PREFIX + method].params):
+            error = await client.rpc_error(method, {**params, "workspaceUri": "file:///nowhere"})
+            assert error.code == UNKNOWN_WORKSPACE, method
+            assert "file:///nowhere" in error.message and client.workspace_uri in error.message
         for bad in ([1, 2], "text", 3):
             error = await client.rpc_error(method, bad)
             assert error.code == INVALID_PARAMS and error.message.startswith("params: "), method

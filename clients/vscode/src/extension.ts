@@ -1,5 +1,6 @@
 // Wires the server, the chat view, the topic tree, commands and the status bar together.
 import * as vscode from 'vscode';
+import { ApiKeyStore } from './apiKeys';
 import { attachable } from './attachments';
 import { ChatController } from './chatView';
 import { ChatViewProvider } from './chatViewProvider';
@@ -10,6 +11,7 @@ import { findBundle, ManagedEnvironment } from './environment';
 import { PREVIEW_SCHEME, PreviewProvider } from './preview';
 import { languageClientFactory } from './languageClient';
 import { McpServerOffer } from './mcpServer';
+import { ModelSetup } from './modelSetup';
 import { modelChoices } from './models';
 import { ServerManager } from './server';
 import { BudgetStatus } from './statusBar';
@@ -49,6 +51,12 @@ export function activate(context: vscode.ExtensionContext): void {
     await vscode.commands.executeCommand('topicForest.chat.focus');
     chat.focusInput();
   };
+  const keys = new ApiKeyStore(context.secrets, context.globalState, server, (m) => log.warn(m));
+  const modelSetup = new ModelSetup(server, keys, () => {
+    const config = vscode.workspace.getConfiguration('topicForest');
+    return { get: (key) => config.get(key),
+      update: (key, value) => config.update(key, value, vscode.ConfigurationTarget.Global) };
+  });
   const hasModel = () => modelChoices(vscode.workspace.getConfiguration('topicForest')).length > 0;
   topicsView.hasModel(hasModel());
 
@@ -60,11 +68,14 @@ export function activate(context: vscode.ExtensionContext): void {
     topicsView.serverState(state);
     // running: load topics; failed: clear the stale ones so the welcome content shows
     if (state === 'running' || state === 'failed') tree.refresh(0);
-    if (state === 'running') chat.serverStarted();
+    if (state === 'running') {
+      void keys.send(); // before the first turn: requests are answered in order
+      chat.serverStarted();
+    }
   });
 
   context.subscriptions.push(
-    log, server, tree, view, status, chat, editors, mcp, mcp.register((message) => log.warn(message)),
+    log, server, tree, view, status, chat, editors, mcp, keys.watch(), mcp.register((message) => log.warn(message)),
     vscode.window.registerWebviewViewProvider('topicForest.chat', new ChatViewProvider(
       context.extensionUri, chat), { webviewOptions: { retainContextWhenHidden: true } }),
     vscode.workspace.registerTextDocumentContentProvider(PREVIEW_SCHEME, preview),
@@ -102,8 +113,8 @@ export function activate(context: vscode.ExtensionContext): void {
       }
       await focusChat();
     }),
-    vscode.commands.registerCommand('topicForest.configureModel', () =>
-      vscode.commands.executeCommand('workbench.action.openSettings', 'topicForest.chatModel')),
+    vscode.commands.registerCommand('topicForest.configureModel', () => modelSetup.configure()),
+    vscode.commands.registerCommand('topicForest.testModel', () => modelSetup.test()),
     vscode.workspace.onDidChangeConfiguration((event) => {
       mcp.configurationChanged(event);
       if (event.affectsConfiguration('topicForest.chatModel') ||

@@ -1,14 +1,16 @@
-// The chat header's model picker: `topicForest.chatModel` plus the `topicForest.models` list;
-// the choice is remembered per workspace and sent as `model` with each turn.
+// The chat header's model picker: `topicForest.chatModel` plus the `topicForest.models` list
+// (strings, or objects with their own endpoint: the server knows which); the choice is
+// remembered per workspace and sent as `model` with each turn.
 import type * as vscode from 'vscode';
-import type { ConfigReader } from './settings';
+import { type ConfigReader, modelEntries } from './settings';
 
 const CHOICE_KEY = 'topicForest.model';
 
 /** chatModel first, then the list; blanks and repeats dropped. */
 export function modelChoices(config: ConfigReader): string[] {
-  const listed = config.get<unknown>('models');
-  const all = [config.get<unknown>('chatModel'), ...(Array.isArray(listed) ? listed as unknown[] : [])];
+  const listed = modelEntries(config.get<unknown>('models'))
+    .map((entry) => (typeof entry === 'string' ? entry : entry.model));
+  const all = [config.get<unknown>('chatModel'), ...listed];
   const names = all.filter((m): m is string => typeof m === 'string' && m.trim() !== '')
     .map((m) => m.trim());
   return [...new Set(names)];

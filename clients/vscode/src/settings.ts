@@ -11,8 +11,12 @@ export interface ConfigReader {
   get<T>(key: string): T | undefined;
 }
 
+/** A `models` entry: a model string (shares apiBase), or one with its own endpoint. */
+export type ModelEntry = string | { model: string; apiBase: string | null };
+
 export interface ServerSettings {
   chatModel: string | null;
+  models: ModelEntry[];
   summaryModels: string[] | null;  // null (unset): the chat model writes summaries
   apiBase: string | null;
   historyBudget: number | 'auto';
@@ -25,12 +29,23 @@ export interface ServerSettings {
 }
 
 export const SERVER_SETTING_KEYS = [
-  'chatModel', 'summaryModels', 'apiBase', 'historyBudget', 'attachmentBudget', 'mergeThreshold',
+  'chatModel', 'models', 'summaryModels', 'apiBase', 'historyBudget', 'attachmentBudget', 'mergeThreshold',
   'maxTopics', 'storePath', 'storeUrl', 'user',
 ] as const satisfies readonly (keyof ServerSettings)[];
 
 const optionalString = (value: unknown): string | null =>
   typeof value === 'string' && value.trim() !== '' ? value.trim() : null;
+
+/** `models` entries as the server takes them; anything else is dropped. */
+export function modelEntries(value: unknown): ModelEntry[] {
+  if (!Array.isArray(value)) return [];
+  return (value as unknown[]).flatMap((entry): ModelEntry[] => {
+    if (typeof entry === 'string') return entry.trim() ? [entry.trim()] : [];
+    const { model, apiBase } = (entry ?? {}) as { model?: unknown; apiBase?: unknown };
+    if (typeof model !== 'string' || !model.trim()) return [];
+    return [{ model: model.trim(), apiBase: optionalString(apiBase) }];
+  });
+}
 
 /** Empty strings mean "not set" (null); numbers pass through so the server validates them. */
 export function serverSettings(config: ConfigReader): ServerSettings {
@@ -38,6 +53,7 @@ export function serverSettings(config: ConfigReader): ServerSettings {
   const models = config.get<unknown>('summaryModels');
   return {
     chatModel: optionalString(config.get('chatModel')),
+    models: modelEntries(config.get('models')),
     summaryModels: Array.isArray(models)
       ? models.filter((m): m is string => typeof m === 'string' && m.trim() !== '')
       : null,

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+NOT_CONFIGURED = (
+    "No chat model is configured. Run Configure Model (VS Code), or set "
+    '`topicForest.chatModel` to a litellm model string (for example "gpt-4o-mini", '
+    '"anthropic/claude-3-5-haiku-latest" or "openai/<name>" with `topicForest.apiBase`) and '
+    "give the provider's API key (the editor's key store, or the environment: for example "
+    "OPENAI_API_KEY). Topics work without a model."
+)
+
 
 class ChatNotConfigured(Exception):
-    """No `topicForest.chatModel` is set."""
+    """No `topicForest.chatModel` is set (the message says how to set one)."""
+
+    def __init__(self, message: str = NOT_CONFIGURED) -> None:
+        super().__init__(message)
 
 
 class ProviderError(Exception):

@@ -18,6 +18,7 @@ from topicforest.workspace.redact import short_error
 Problem = Literal["noKey", "keyRefused", "unknownModel", "unreachable", "timeout", "failed"]
 PROBE = [{"role": "user", "content": "Reply with the single word OK."}]
 DETAIL_CHARS = 300
+OUR_WRAPPERS = re.compile(r"^((ChatModelError|WorkerError|WorkerDeadline): )+")
 
 # In order: the first that matches the error text names the problem.
 WORDS: tuple[tuple[Problem, str], ...] = (
@@ -69,8 +70,9 @@ async def check_model(model: ChatModel) -> ModelCheck:
                 if delta:
                     break  # it answers: enough
     except Exception as exc:  # whatever failed is the answer, in words
-        detail = short_error(exc)[:DETAIL_CHARS]
-        problem = classify(detail, keyed)
+        text = short_error(exc)
+        problem = classify(text, keyed)
+        detail = OUR_WRAPPERS.sub("", text)[:DETAIL_CHARS]  # the provider's words, not our classes'
         return ModelCheck(
             model.model, model.api_base, False, problem, explain(problem, model), detail
         )

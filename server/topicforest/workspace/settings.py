@@ -249,9 +249,7 @@ def parse_settings(raw: object, previous: Settings = DEFAULTS) -> SettingsUpdate
     for key, value in raw.items():
         attribute = FIELDS.get(key)
         if attribute is None:
-            hint = (
-                " (API keys are read from the environment only)" if SECRET_KEY.search(key) else ""
-            )
+            hint = " (API keys are never settings)" if SECRET_KEY.search(key) else ""
             update.warnings.append(f"unknown setting {SECTION}.{key} ignored{hint}")
             continue
         try:

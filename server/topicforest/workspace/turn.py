@@ -40,12 +40,6 @@ SYSTEM_PROMPT = (
     "You are a coding assistant inside the user's editor. Earlier conversation may be given as "
     "topic memory; use it when relevant and say so when you need details you cannot see."
 )
-NOT_CONFIGURED = (
-    "No chat model is configured. Set `topicForest.chatModel` to a litellm model "
-    'string (for example "gpt-4o-mini", "anthropic/claude-3-5-haiku-latest" or '
-    '"openai/<name>" with `topicForest.apiBase`) and put the provider\'s API key in '
-    "the environment (for example OPENAI_API_KEY). Topics work without a model."
-)
 
 
 @dataclass
@@ -163,7 +157,7 @@ class ChatTurns:
         settings = self.settings()
         model = model or settings.chat_model
         if not model:
-            raise ChatNotConfigured(NOT_CONFIGURED)
+            raise ChatNotConfigured()
         chat_model = self.models.for_turn(model)
         session = self.session()
         session.check_owner(thread_id)  # before anything is stored or sent

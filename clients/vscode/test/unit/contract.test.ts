@@ -37,6 +37,7 @@ describe('protocol contract with the server table', { skip: table ? false : 'no 
       'topicForest/searchTopics': true, 'topicForest/renderContext': true,
       'topicForest/listThreads': true, 'topicForest/threadHistory': true,
       'topicForest/renameThread': true, 'topicForest/deleteThread': true,
+      'topicForest/setApiKeys': true, 'topicForest/testModel': true,
     };
     for (const name of Object.keys(requests)) {
       const method = t.methods[name]!;
@@ -57,6 +58,8 @@ describe('protocol contract with the server table', { skip: table ? false : 'no 
     expect(required('topicForest/renameThread')).toEqual(['threadId', 'title']);
     expect(required('topicForest/deleteThread')).toEqual(['threadId']);
     expect(required('topicForest/listTopics')).toEqual([]);
+    expect(required('topicForest/setApiKeys')).toEqual(['keys']);
+    expect(required('topicForest/testModel')).toEqual([]);
   });
 
   it('chat attachments are an array of the Attachment shape, at most 20', () => {

@@ -120,11 +120,21 @@ describe('package.json contributions', () => {
     expect(taken).not.toContain(binding?.mac);
   });
 
-  it('offers the model picker\'s list as a setting (client only: not sent to the server)', () => {
-    const props = pkg.contributes.configuration.properties as Record<string, { type: unknown; default: unknown;
-      items?: { type: string }; markdownDescription?: string }>;
+  it('offers the model picker\'s list as a setting: strings, or models with their own endpoint', () => {
+    const props = pkg.contributes.configuration.properties as unknown as Record<string, { type: unknown;
+      default: unknown; items?: { anyOf?: unknown[] }; markdownDescription?: string }>;
     const models = props['topicForest.models'];
-    expect(models).toMatchObject({ type: 'array', default: [], items: { type: 'string' } });
+    expect(models).toMatchObject({ type: 'array', default: [] });
+    expect(models?.items?.anyOf).toEqual([{ type: 'string' }, expect.objectContaining({
+      type: 'object', required: ['model'], properties: expect.objectContaining({
+        apiBase: expect.objectContaining({ type: ['string', 'null'] }) }) })]);
     expect(models?.markdownDescription).toContain('#topicForest.chatModel#');
+  });
+
+  it('has Configure Model and Test Chat Model, and no second name for either', () => {
+    const titles = (pkg.contributes.commands as { command: string; title: string }[])
+      .filter((c) => /model/i.test(c.command)).map((c) => `${c.command}: ${c.title}`);
+    expect(titles).toEqual(['topicForest.configureModel: Configure Model',
+      'topicForest.testModel: Test Chat Model']);
   });
 });

@@ -101,7 +101,7 @@ describe('server manager', () => {
     expect(processes).toHaveLength(1);
     const [p] = processes as [FakeProcess];
     expect(p.launch).toEqual({ python: '/venv/bin/python', cwd: neutralDirectory(), initializationOptions: {
-      chatModel: 'openai/stub', summaryModels: null, apiBase: null, historyBudget: 1024,
+      chatModel: 'openai/stub', models: [], summaryModels: null, apiBase: null, historyBudget: 1024,
       attachmentBudget: 4096, mergeThreshold: 0.15, maxTopics: 12, storePath: null,
       storeUrl: null, user: null } });
     expect(await manager.request('topicForest/listTopics', {})).toEqual({ ok: 'topicForest/listTopics' });

@@ -10,7 +10,7 @@ const reader = (values: Record<string, unknown>) => ({
 describe('settings mapping', () => {
   it('defaults: no model, summaries by the chat model (none: offline), auto budget', () => {
     expect(serverSettings(reader({}))).toEqual({
-      chatModel: null, summaryModels: null, apiBase: null, historyBudget: 'auto', attachmentBudget: 4096,
+      chatModel: null, models: [], summaryModels: null, apiBase: null, historyBudget: 'auto', attachmentBudget: 4096,
       mergeThreshold: 0.15, maxTopics: 12, storePath: null, storeUrl: null, user: null,
     });
   });
@@ -24,8 +24,12 @@ describe('settings mapping', () => {
       chatModel: ' openai/stub ', summaryModels: ['openai/stub', '', 3], apiBase: 'http://127.0.0.1:9/v1',
       historyBudget: 1024, attachmentBudget: 2000, mergeThreshold: 0.3, maxTopics: 5, storePath: '/tmp/tf',
       storeUrl: ' postgresql://ann@db:5432/tf ', user: ' ann ', python: '/x/python',
+      models: [' gpt-4o ', '', { model: 'openai/qwen', apiBase: 'http://127.0.0.1:1234/v1' },
+        { model: 'anthropic/claude', apiBase: '' }, { apiBase: 'http://x' }, 5],
     }))).toEqual({
       chatModel: 'openai/stub', summaryModels: ['openai/stub'], apiBase: 'http://127.0.0.1:9/v1',
+      models: ['gpt-4o', { model: 'openai/qwen', apiBase: 'http://127.0.0.1:1234/v1' },
+        { model: 'anthropic/claude', apiBase: null }],
       historyBudget: 1024, attachmentBudget: 2000, mergeThreshold: 0.3, maxTopics: 5, storePath: '/tmp/tf',
       storeUrl: 'postgresql://ann@db:5432/tf', user: 'ann',
     });

@@ -8,7 +8,9 @@ from topicforest.server import wire
 from topicforest.server.protocol import PREFIX
 from topicforest.server.results import model_check_json
 from topicforest.server.rpc import Host, request
+from topicforest.server.validation import invalid_params
 from topicforest.workspace.keys import ApiKeys
+from topicforest.workspace.settings import check_api_base
 
 if TYPE_CHECKING:
     from topicforest.server.server import TopicForestServer
@@ -26,4 +28,9 @@ def set_api_keys(ls: Host, p: wire.SetApiKeysParams) -> wire.SetApiKeysResult:
 
 async def test_model(ls: Host, p: wire.TestModelParams) -> wire.TestModelResult:
     memory = ls.workspaces.resolve(p.workspace_uri)
+    if p.api_base:  # as the apiBase setting: an http(s) URL without a credential
+        try:
+            check_api_base(p.api_base)
+        except ValueError as exc:
+            raise invalid_params("apiBase", str(exc)) from exc
     return model_check_json(await memory.test_model(p.model, p.api_base))
