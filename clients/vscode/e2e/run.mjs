@@ -18,7 +18,7 @@
 //
 // env: E2E_HOME (/opt/topicforest-e2e)  TOPICFOREST_PYTHON (../../.venv/bin/python: the stub model)
 //      TF_E2E_PORT (default: a free port)  CHROMIUM_PATH (/usr/bin/chromium)
-//      PIP_CACHE_DIR (default ~/.cache/pip: the extension's pip reuses what make venv fetched)
+//      PIP_CACHE_DIR (default ~/.cache/pip: the extension's pip, which installs uv, reuses what make venv fetched)
 //      TOPICFOREST_E2E_SCREENSHOTS=docs (also write the theme screenshots to docs/img/)
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -151,7 +151,7 @@ async function main() {
     mark('envBuiltAndServerAnswered', tV);
     const firstLog = extLog();
     for (const line of ['Topic Forest extension 0.1.0', `private environment ${ENV_DIR}: missing`,
-      `python: ${ENV_DIR}/bin/python (bundled)`, 'server: topicforest 0.1.0', 'pip: Collecting litellm']) {
+      `python: ${ENV_DIR}/bin/python (bundled)`, 'server: topicforest 0.1.0', 'uv: Installed ', 'private environment ready in ']) {
       if (!firstLog.includes(line)) throw new Error(`the extension log lacks "${line}"`);
     }
 

@@ -334,7 +334,8 @@ function showSetup(m: Extract<ToWebview, { type: 'setup' }>): void {
     step(`The server is not running${m.reason ? `: ${m.reason}` : '.'}`,
       ...actionButtons([{ id: 'restartServer', label: 'Restart Server' }, { id: 'showLog', label: 'Show Log' }]));
   }
-  if (!m.model) {
+  // while the server starts that is all there is to say: the model advice comes once it runs
+  if (!m.model && m.server !== 'starting') {
     step('No chat model is set (topics work without one).',
       ...actionButtons([{ id: 'configureModel', label: 'Configure Model' }]));
   }

@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { expect } from 'expect';
 import {
-  type Bundle, findBundle, ManagedEnvironment, pipProblem, SetupError, type SetupHost,
+  type Bundle, findBundle, ManagedEnvironment, pipProblem, SetupError, type SetupHost, UV,
 } from '../../src/environment';
 import { type Exec, type ExecResult, execProgram, type PythonChoice } from '../../src/python';
 
@@ -19,6 +19,11 @@ const OFFLINE = [
   'ERROR: No matching distribution found for litellm==1.102.4',
 ].join('\n');
 
+// what uv 0.13.8 printed building the environment (docs/performance.md), shortened
+const UV_OUTPUT = ['Using Python 3.12.1 environment at: /env', 'Resolved 64 packages in 860ms',
+  'Downloading litellm (26.1MiB)', 'Prepared 64 packages in 9.12s', 'Installed 64 packages in 1.02s',
+  ' + litellm==1.102.4'];
+
 /**
  * Plays python3 (3.12.1), `-m venv` (makes bin/python) and the env's pip (marks the wheel
  * installed; `offline` makes it fail as pip does without a network). Records every call.
@@ -28,6 +33,7 @@ class FakePython {
   offline = false;
   venvFails = false;
   pipDelayMs = 0;
+  uvFails = false; // uv itself installs, then cannot reach the index (one pip is configured for)
   installed = new Set<string>(); // env dirs whose site-packages have topicforest
 
   exec: Exec = async (file, args, options) => {
@@ -45,6 +51,12 @@ class FakePython {
     const envDir = path.dirname(path.dirname(file));
     if (!fs.existsSync(file)) return { code: null, stdout: '', stderr: 'ENOENT', missing: true };
     if (args[0] === '-c') return this.installed.has(envDir) ? ok() : { code: 1, stdout: '', stderr: 'No module named topicforest' };
+    if (args[1] === 'uv') {
+      if (this.uvFails) return { code: 2, stdout: '', stderr: 'error: Failed to fetch: `https://pypi.org/simple/litellm/`' };
+      for (const line of UV_OUTPUT) options?.onLine?.(line);
+      this.installed.add(envDir);
+      return ok();
+    }
     if (args[1] === 'pip') {
       await new Promise((r) => setTimeout(r, this.pipDelayMs));
       if (this.offline) {
@@ -58,7 +70,7 @@ class FakePython {
     throw new Error(`unexpected call ${file} ${args.join(' ')}`);
   };
 
-  count(what: 'venv' | 'pip'): number {
+  count(what: 'venv' | 'pip' | 'uv'): number {
     return this.calls.filter((c) => c[2] === what).length;
   }
 }
@@ -91,19 +103,32 @@ describe('the private environment', () => {
     const env = new ManagedEnvironment(storage, bundle);
     expect(await env.ensure(host())).toBe(path.join(storage, 'env', 'bin', 'python'));
     expect(fake.calls).toContainEqual(['python3', '-m', 'venv', path.join(storage, 'env')]);
-    expect(fake.calls).toContainEqual([env.python, '-m', 'pip', 'install', '--disable-pip-version-check',
-      '--no-input', '--progress-bar', 'off', '-c', bundle.constraints, bundle.wheel]);
+    expect(fake.calls.slice(-2)).toEqual([
+      [env.python, '-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '--progress-bar', 'off', UV],
+      [env.python, '-m', 'uv', 'pip', 'install', '--python', env.python, '-c', bundle.constraints, bundle.wheel]]);
+    const step = 'installing the server 0.1.0 and its dependencies';
     expect(steps).toEqual(['looking for Python 3.11+', 'creating a virtual environment with Python 3.12.1',
-      'installing the server 0.1.0 and its dependencies',
-      'installing the server 0.1.0 and its dependencies: pygls==2.1.1',
-      'installing the server 0.1.0 and its dependencies: litellm==1.102.4']);
-    expect(logged).toContain('pip: Collecting litellm==1.102.4');
+      `${step}: fetching the installer`, `${step}: resolved 64 packages`, `${step}: downloading litellm`,
+      `${step}: prepared 64 packages`, `${step}: installed 64 packages`,
+      expect.stringMatching(/^ready in \d+ s: starting the server$/)]);
+    expect(logged).toContain('uv: Installed 64 packages in 1.02s');
 
     steps = [];
     fake.calls = [];
     expect(await new ManagedEnvironment(storage, bundle).ensure(host())).toBe(env.python);
     expect(fake.calls).toEqual([[env.python, '-c', 'import topicforest']]);
     expect(steps).toEqual([]);
+  });
+
+  it('installs with pip when uv fails, saying why in the log', async () => {
+    fake.uvFails = true;
+    const env = new ManagedEnvironment(storage, bundle);
+    expect(await env.ensure(host())).toBe(env.python);
+    expect(fake.calls.slice(-1)).toEqual([[env.python, '-m', 'pip', 'install', '--disable-pip-version-check',
+      '--no-input', '--progress-bar', 'off', '-c', bundle.constraints, bundle.wheel]]);
+    expect(logged).toContain('uv failed (error: Failed to fetch: `https://pypi.org/simple/litellm/`): installing with pip');
+    expect(steps.at(-2)).toBe('installing the server 0.1.0 and its dependencies: litellm==1.102.4');
+    expect(await env.state(fake.exec)).toBe('ready');
   });
 
   it('installs a new bundled wheel into the existing environment on the next start', async () => {

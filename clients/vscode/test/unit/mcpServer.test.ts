@@ -1,6 +1,8 @@
 // The memory's MCP server offered to VS Code's agent (src/mcpServer.ts).
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import * as os from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, it } from 'node:test';
 import { expect } from 'expect';
 import * as vscode from 'vscode';
@@ -26,6 +28,7 @@ const api: McpApi = {
     return new vscode.Disposable(() => undefined);
   } },
 };
+const REPO_PYTHON = join(process.cwd(), '../../.venv/bin/python');
 const exec = (code: number): Exec => () => Promise.resolve({ code, stdout: '', stderr: '' });
 
 describe('the MCP server offered to VS Code', () => {
@@ -81,6 +84,28 @@ describe('the MCP server offered to VS Code', () => {
     expect(definition?.cwd?.fsPath ?? definition?.cwd?.path).toBe(os.tmpdir());
     expect(mcpArgs({ folder: '/ws', storePath: '/m' })).toEqual(
       ['-I', '-m', 'topicforest', 'mcp', '--workspace', '/ws', '--store-path', '/m']);
+  });
+
+  it('offers a definition that starts as a real MCP server the official client lists the tools of', {
+    skip: !existsSync(REPO_PYTHON) && 'no .venv (make venv)', timeout: 600_000,
+  }, () => {
+    const folder = mkdtempSync(join(os.tmpdir(), 'tf-mcp-ws-'));
+    workspace.workspaceFolders = [{ uri: Uri.file(folder) }];
+    configuration.set('topicForest.mcpServer', true);
+    configuration.set('topicForest.storePath', join(folder, '.store'));
+    const offer = new McpServerOffer('0.1.0', undefined, api);
+    offer.launched(REPO_PYTHON); // the repo venv has topicforest[mcp], as the lock installs it
+    const [offered] = offer.provideMcpServerDefinitions();
+    const definition = made.at(-1);
+    expect(offered).toBe(definition);
+    // exactly what VS Code would start: command, args, env, cwd
+    const { command, args, env } = definition ?? new Definition('', '');
+    const input = JSON.stringify({ command, args, env, cwd: definition?.cwd?.fsPath });
+    const client = spawnSync(REPO_PYTHON, ['-I', 'test/python/mcp_list_tools.py'],
+      { input, encoding: 'utf8', timeout: 540_000 });
+    expect(client.stderr).toBe('');
+    expect(client.stdout.trim().split('\n').sort()).toEqual(
+      ['list_topics', 'read_topic', 'recall', 'search_topics']);
   });
 
   it('says how to install the SDK instead of starting a server that cannot run', async () => {

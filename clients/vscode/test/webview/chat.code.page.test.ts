@@ -236,6 +236,9 @@ describe('chat webview page: code, retry, attachments, keyboard', () => {
     const welcome = page.locator('#welcome');
     expect(await welcome.isVisible()).toBe(true);
     expect(await welcome.locator('p:not(.setup-step)').count()).toBe(3);
+    await send({ type: 'setup', server: 'starting', reason: null, model: false });
+    await eventually(async () => expect(await welcome.locator('.setup-step').allInnerTexts()).toEqual(
+      ['Starting the server…'])); // not also "No chat model is set" while it starts
     await send({ type: 'setup', server: 'failed', reason: 'no Python 3.11+ found', model: false });
     await eventually(async () => expect(await welcome.locator('.setup-step').count()).toBe(2));
     expect(await welcome.innerText()).toContain('no Python 3.11+ found');
