@@ -25,6 +25,7 @@ from topicforest.engine.config import WindowConfig, auto_history_budget
 
 SECTION = "topicForest"
 SECRET_KEY = re.compile(r"(api_?key|secret|token|password)", re.IGNORECASE)
+KEY_HINT = " (API keys are never settings: the environment's, or the client's key store)"
 
 
 def _model(_: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
@@ -249,7 +250,7 @@ def parse_settings(raw: object, previous: Settings = DEFAULTS) -> SettingsUpdate
     for key, value in raw.items():
         attribute = FIELDS.get(key)
         if attribute is None:
-            hint = " (API keys are never settings)" if SECRET_KEY.search(key) else ""
+            hint = KEY_HINT if SECRET_KEY.search(key) else ""
             update.warnings.append(f"unknown setting {SECTION}.{key} ignored{hint}")
             continue
         try:
