@@ -9,7 +9,7 @@ from topicforest.server.validation import ProtocolError, parse_api_key
 from topicforest.workspace.keys import ApiKey, ApiKeys
 from topicforest.workspace.model_check import classify
 from topicforest.workspace.redact import hide, redact
-from topicforest.workspace.settings import parse_settings, to_wire
+from topicforest.workspace.settings import parse_settings, to_wire, window_config
 
 
 def test_a_models_object_entry_carries_its_own_endpoint() -> None:
@@ -36,9 +36,32 @@ def test_a_models_object_entry_carries_its_own_endpoint() -> None:
     ]
 
 
+def test_a_models_entry_can_give_the_window_no_one_reports() -> None:
+    """A model neither litellm nor its server sizes gets an "auto" budget from the window its
+    entry gives (issue 28: "auto" fell back to 2,048 tokens for a local model, forever)."""
+    raw = {
+        "chatModel": "openai/local",
+        "models": [{"model": "openai/local", "apiBase": None, "maxInputTokens": 65536}],
+    }
+    settings = parse_settings(raw).settings
+    assert settings.window_for("openai/local") == 65536
+    assert settings.window_for("gpt-4o-mini") is None
+    assert window_config(settings, settings.window_for("openai/local")).history_budget == 4096
+    assert to_wire(settings)["models"] == [
+        {"model": "openai/local", "apiBase": None, "maxInputTokens": 65536}
+    ]
+
+
 @pytest.mark.parametrize(
     "entry",
-    [{"model": "x", "apiBase": "http://user:pw@host/v1"}, {"model": "x", "apiBase": 3}, 7, {}],
+    [
+        {"model": "x", "apiBase": "http://user:pw@host/v1"},
+        {"model": "x", "apiBase": 3},
+        {"model": "x", "maxInputTokens": "big"},
+        {"model": "x", "maxInputTokens": 100},
+        7,
+        {},
+    ],
 )
 def test_a_bad_models_entry_keeps_the_previous_list(entry: object) -> None:
     previous = parse_settings({"models": ["kept"]}).settings

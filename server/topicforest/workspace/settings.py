@@ -66,6 +66,8 @@ class ModelEntry:
     model: str
     api_base: str | None = None
     own_endpoint: bool = False  # an object entry: its api_base (None: the provider's default)
+    max_input_tokens: int | None = None  # its input window, where neither litellm nor the
+    # server serving it says (an "auto" history budget is a sixteenth of it)
 
 
 def _entries(_: object, attribute: attrs.Attribute[Any], value: tuple[ModelEntry, ...]) -> None:
@@ -73,6 +75,9 @@ def _entries(_: object, attribute: attrs.Attribute[Any], value: tuple[ModelEntry
         raise ValueError("must be a list of at most 50 non-empty model strings or objects")
     for entry in value:
         _api_base(None, attribute, entry.api_base)
+        window = entry.max_input_tokens
+        if window is not None and not 1024 <= window <= 10_000_000:
+            raise ValueError("a model's maxInputTokens must be between 1024 and 10000000")
 
 
 def _budget(_: object, attribute: attrs.Attribute[Any], value: int | str) -> None:
@@ -153,6 +158,10 @@ class Settings:
                 return entry.api_base
         return self.api_base
 
+    def window_for(self, model: str | None) -> int | None:
+        """`model`'s input window as a `models` object entry gives it (`maxInputTokens`)."""
+        return next((e.max_input_tokens for e in self.models if e.model == model), None)
+
 
 attrs.resolve_types(Settings)
 
@@ -211,14 +220,19 @@ def _strict_converter() -> cattrs.Converter:
 
 
 def model_entry(item: Any) -> ModelEntry:
-    """`"name"` (shares `apiBase`) or `{"model": "name", "apiBase": "http://..." | null}`."""
+    """`"name"` (shares `apiBase`) or `{"model": "name", "apiBase": "http://..." | null,
+    "maxInputTokens": 32768}` (both optional)."""
     if isinstance(item, str):
         return ModelEntry(item.strip())
     if isinstance(item, Mapping) and isinstance(item.get("model"), str):
         base = item.get("apiBase")
         if base is not None and not isinstance(base, str):
             raise TypeError("a model's apiBase must be a string or null")
-        return ModelEntry(item["model"].strip(), base.strip() or None if base else None, True)
+        window = item.get("maxInputTokens")
+        if window is not None and (not isinstance(window, int) or isinstance(window, bool)):
+            raise TypeError("a model's maxInputTokens must be a number of tokens")
+        base = base.strip() or None if base else None
+        return ModelEntry(item["model"].strip(), base, True, window)
     raise TypeError('expected a model string or {"model": ..., "apiBase": ...}')
 
 
@@ -282,8 +296,13 @@ def to_wire(settings: Settings) -> dict[str, Any]:
     return out
 
 
-def entry_wire(entry: ModelEntry) -> str | dict[str, str | None]:
-    return {"model": entry.model, "apiBase": entry.api_base} if entry.own_endpoint else entry.model
+def entry_wire(entry: ModelEntry) -> str | dict[str, str | int | None]:
+    if not entry.own_endpoint:
+        return entry.model
+    out: dict[str, str | int | None] = {"model": entry.model, "apiBase": entry.api_base}
+    if entry.max_input_tokens is not None:
+        out["maxInputTokens"] = entry.max_input_tokens
+    return out
 
 
 def window_config(

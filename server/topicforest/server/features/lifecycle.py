@@ -112,7 +112,7 @@ def warm(ls: TopicForestServer) -> None:
         for memory in list(ls.workspaces.memories.values()):
             await memory.chat_model.route()
         freeze_heap()  # aiohttp, routes
-        window = await model_window(
+        window = settings.window_for(settings.chat_model) or await model_window(
             settings.chat_model, settings.api_base_for(settings.chat_model or "")
         )
         if ls.settings is settings:  # not superseded meanwhile
