@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from topicforest.server import protocol, validation
+from topicforest.server import codegen, protocol, validation
 from topicforest.workspace.settings import DEFAULTS, Settings, parse_settings, to_wire
 
 
@@ -71,10 +71,10 @@ def test_null_and_absent_keys_mean_defaults() -> None:
 
 
 def test_protocol_export_is_checked_in_and_matches_the_server() -> None:
-    assert protocol.EXPORT_PATH.read_text(encoding="utf-8") == protocol.export_text(), (
-        "run `python -m topicforest.server.protocol --write`"
+    assert codegen.EXPORT_PATH.read_text(encoding="utf-8") == codegen.export_text(), (
+        "run `python -m topicforest.server.codegen --write`"
     )
-    table = json.loads(protocol.export_text())
+    table = json.loads(codegen.export_text())
     from topicforest.server.app import create_server
 
     registered = {m for m in create_server().protocol.fm.features if m.startswith("topicForest/")}

@@ -1,8 +1,8 @@
 """The code generated from the protocol table: `wire.py` (Python), the clients' `protocol.ts`
 (VS Code) and `protocol.lua` (Neovim).
 
-Both are made from the table as exported to JSON (`protocol.table()`, checked in as
-`protocol.json`), so the client's TypeScript is literally generated from protocol.json:
+Both are made from the table as exported to JSON (`table()`, checked in as `protocol.json`), so
+the client's TypeScript is literally generated from protocol.json:
 
 - shapes and aliases become TypeScript interfaces and type aliases, and Python TypedDicts and
   Literals;
@@ -21,6 +21,7 @@ protocol.lua;
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 import textwrap
@@ -29,7 +30,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from topicforest.server.protocol import EXPORT_PATH, PREFIX, export_text, table
+from topicforest.server.protocol import (
+    ALIASES,
+    ERRORS,
+    METHODS,
+    PREFIX,
+    PROTOCOL_VERSION,
+    SHAPES,
+)
+from topicforest.server.validation import Param
 
 WIRE_PATH = Path(__file__).with_name("wire.py")
 CLIENTS = Path(__file__).resolve().parents[3] / "clients"
@@ -40,6 +49,52 @@ HEADER = (
 )
 # params whose items the server parses into objects of its own (protocol.Param.parse)
 PARSED = {"Attachment": "ParsedAttachment", "ApiKey": "ParsedApiKey"}
+
+
+EXPORT_PATH = Path(__file__).with_name("protocol.json")
+
+
+# -- the table as JSON (what every generated file is made from) ---------------------------------
+def table() -> dict[str, Any]:
+    """The protocol as plain JSON data (what the clients mirror)."""
+
+    def param(p: Param) -> dict[str, Any]:
+        optional = {
+            "default": p.default,
+            "nullable": p.nullable or None,
+            "maxLength": p.max_length,
+            "minLength": p.min_length,
+            "minimum": p.minimum,
+            "maximum": p.maximum,
+            "maxItems": p.max_items,
+            "doc": p.doc or None,
+        }
+        kind = f"{p.items}[]" if p.items else p.kind
+        given = {key: value for key, value in optional.items() if value is not None}
+        return {"type": kind, "required": p.required, **given}
+
+    return {
+        "version": PROTOCOL_VERSION,
+        "errors": ERRORS,
+        "aliases": ALIASES,
+        "shapes": SHAPES,
+        "methods": {
+            m.name: {
+                "kind": m.kind,
+                "direction": m.direction,
+                "doc": m.doc,
+                "params": {p.name: param(p) for p in m.params},
+                "result": m.result if m.kind == "request" else None,
+                "errors": {e: ERRORS[e] for e in m.errors},
+                "early": m.early,
+            }
+            for m in METHODS
+        },
+    }
+
+
+def export_text() -> str:
+    return json.dumps(table(), indent=2, sort_keys=False) + "\n"
 
 
 # -- type expressions: "string|null", "Topic[]", "{topic: Topic, score: number}[]" ------------
@@ -357,7 +412,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     action.add_argument("--write", action="store_true", help="rewrite the generated files")
     action.add_argument("--check", action="store_true", help="exit 1 if any is stale")
     action.add_argument("--ts", action="store_true", help="print the TypeScript")
+    action.add_argument("--json", action="store_true", help="print the table as JSON")
     args = parser.parse_args(argv)
+    if args.json:
+        sys.stdout.write(export_text())
+        return 0
     if args.ts:
         sys.stdout.write(typescript(table()))
         return 0

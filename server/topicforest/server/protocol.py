@@ -5,16 +5,11 @@ each request's params against it (errors name the field); handlers get them as t
 structures of `wire.py` and build results with `results.py`, typed by `wire.py` too. `wire.py`
 (Python) and the client's `src/protocol.ts` (TypeScript) are generated from this table by
 `python -m topicforest.server.codegen --write`, which also writes `protocol.json` (the table as
-JSON); a test fails when any of the three is stale.
+JSON, `codegen.table()`); a test fails when any of the three is stale.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
-from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from topicforest.attachments import MAX_ATTACHMENTS, REFERENCE_ROOM
@@ -451,71 +446,3 @@ METHODS: tuple[Method, ...] = (
 )
 BY_NAME: dict[str, Method] = {m.name: m for m in METHODS}
 REQUESTS = tuple(m for m in METHODS if m.kind == "request")
-
-
-# -- export ----------------------------------------------------------------------------------
-def table() -> dict[str, Any]:
-    """The protocol as plain JSON data (what the client mirrors)."""
-
-    def param(p: Param) -> dict[str, Any]:
-        kind = f"{p.items}[]" if p.items else p.kind
-        out: dict[str, Any] = {"type": kind, "required": p.required}
-        if p.default is not None:
-            out["default"] = p.default
-        if p.nullable:
-            out["nullable"] = True
-        if p.max_length is not None:
-            out["maxLength"] = p.max_length
-        if p.min_length is not None:
-            out["minLength"] = p.min_length
-        if p.minimum is not None:
-            out["minimum"] = p.minimum
-        if p.maximum is not None:
-            out["maximum"] = p.maximum
-        if p.max_items is not None:
-            out["maxItems"] = p.max_items
-        if p.doc:
-            out["doc"] = p.doc
-        return out
-
-    return {
-        "version": PROTOCOL_VERSION,
-        "errors": ERRORS,
-        "aliases": ALIASES,
-        "shapes": SHAPES,
-        "methods": {
-            m.name: {
-                "kind": m.kind,
-                "direction": m.direction,
-                "doc": m.doc,
-                "params": {p.name: param(p) for p in m.params},
-                "result": m.result if m.kind == "request" else None,
-                "errors": {e: ERRORS[e] for e in m.errors},
-                "early": m.early,
-            }
-            for m in METHODS
-        },
-    }
-
-
-EXPORT_PATH = Path(__file__).with_name("protocol.json")
-
-
-def export_text() -> str:
-    return json.dumps(table(), indent=2, sort_keys=False) + "\n"
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="The Topic Forest wire protocol table.")
-    parser.add_argument("--json", action="store_true", help="print the table as JSON")
-    parser.add_argument("--write", action="store_true", help=f"rewrite {EXPORT_PATH.name}")
-    args = parser.parse_args(argv)
-    if args.write:
-        EXPORT_PATH.write_text(export_text(), encoding="utf-8")
-    if args.json or not args.write:
-        sys.stdout.write(export_text())
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
