@@ -1,5 +1,5 @@
 // The client's protocol types (src/protocol.ts) are generated from the server's method table
-// (server/topicforest/server/protocol.json = `python -m topicforest.server.protocol --json`) by
+// (server/topicforest/server/protocol.json = `python -m topicforest.server.codegen --json`) by
 // `python -m topicforest.server.codegen --write`; these tests fail when either is stale, and
 // pin the parts of the table the client's behaviour relies on.
 import { execFileSync } from 'node:child_process';
@@ -80,7 +80,7 @@ const PYTHON = join(process.cwd(), '../../.venv/bin/python');
 const GENERATED = join(process.cwd(), 'src/protocol.ts');
 
 it('the checked-in table is what the server exports now', { skip: existsSync(PYTHON) && table ? false : 'no repo .venv' }, () => {
-  const live = execFileSync(PYTHON, ['-m', 'topicforest.server.protocol', '--json'], { encoding: 'utf8' });
+  const live = execFileSync(PYTHON, ['-m', 'topicforest.server.codegen', '--json'], { encoding: 'utf8' });
   expect(JSON.parse(live)).toEqual(table);
 });
 
