@@ -12,7 +12,12 @@ import pytest
 
 from topicforest.engine import ContextWindow, WindowConfig
 from topicforest.engine.resolver import resolve_all
-from topicforest.engine.summarize.base import SummaryResult, model_title, summary_body
+from topicforest.engine.summarize.base import (
+    SummaryResult,
+    model_title,
+    split_title,
+    summary_body,
+)
 from topicforest.engine.summarize.extractive import ExtractiveSummarizer
 from topicforest.engine.summarize.litellm_summarizer import LiteLLMSummarizer
 from topicforest.engine.titles import names_something
@@ -129,3 +134,19 @@ def test_the_sample_titles_are_a_few_words_unique_and_never_numbers_alone() -> N
 @pytest.mark.parametrize("path", shared_conversations(), ids=lambda p: p.stem)
 def test_the_dev_set_titles_are_a_few_words_unique_and_never_numbers_alone(path: Path) -> None:
     check_titles(live_titles(path))
+
+
+def test_a_title_loses_only_the_quotes_wrapped_around_all_of_it() -> None:
+    """Each end was stripped on its own: a title ending in a quoted name lost its closing
+    backtick and kept the opening one."""
+    assert (
+        model_title("Title: next: `alembic upgrade head`\nbody") == "next: `alembic upgrade head`"
+    )
+    assert model_title('Title: "Rate limiting"\nbody') == "Rate limiting"
+    assert split_title("**Title:** `Rate limiting`\nI asked you ...") == (
+        "Rate limiting",
+        "I asked you ...",
+    )
+    assert (
+        split_title("Title: “Alembic `env.py` fix”\nI asked you ...")[0] == "Alembic `env.py` fix"
+    )

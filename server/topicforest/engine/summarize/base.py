@@ -44,8 +44,21 @@ def model_title(summary: str) -> str | None:
     first, _, _ = summary.partition("\n")
     if not first.startswith(TITLE_PREFIX):
         return None
-    words = first[len(TITLE_PREFIX) :].strip().strip("*_`\"'").split()
+    words = unwrapped(first[len(TITLE_PREFIX) :]).split()
     return " ".join(words[:MAX_TITLE_WORDS]) or None
+
+
+_CLOSES = {"*": "*", "_": "_", "`": "`", '"': '"', "'": "'", "“": "”"}
+
+
+def unwrapped(title: str) -> str:
+    """`title` without the quotes or emphasis wrapped around all of it (`"Rate limiting"`,
+    `**Rate limiting**`). Only a matching pair comes off: stripping each end on its own turned
+    "next: `alembic upgrade head`" into "next: `alembic upgrade head"."""
+    title = title.strip()
+    while len(title) >= 2 and _CLOSES.get(title[0]) == title[-1]:
+        title = title[1:-1].strip()
+    return title
 
 
 _TITLE_LINE = re.compile(r"^[#>*_\s]*title[*_\s]*[:\-–—][*_\s]*(.*?)[*_\s]*$", re.IGNORECASE)
@@ -59,7 +72,7 @@ def split_title(reply: str) -> tuple[str | None, str]:
     for position in (0, len(lines) - 1) if lines else ():
         match = _TITLE_LINE.match(lines[position])
         if match:
-            words = match.group(1).strip().strip("*_`\"'“”").split()
+            words = unwrapped(match.group(1)).split()
             body = "\n".join(lines[:position] + lines[position + 1 :]).strip()
             return " ".join(words[:MAX_TITLE_WORDS]) or None, body
     return None, reply.strip()
