@@ -198,8 +198,9 @@ def run(client: StdioClient, turns: list[tuple[str, str]], sample: dict[str, Any
     heading(f"Preview topic {biggest['id']} (topicForest/previewTopic)")
     preview = client.request(P + "previewTopic", {"topicId": biggest["id"]})
     say("summary:")
-    for line in textwrap.wrap(preview["topic"]["summary"] or "(pending)", WIDTH - 4)[:6]:
-        say("    " + line)
+    lines = textwrap.wrap(preview["topic"]["summary"] or "(pending)", WIDTH - 4)
+    for line in lines[:5] + ([lines[5] + " …"] if len(lines) > 6 else lines[5:6]):
+        say("    " + line)  # a cut summary says so: "You said: In" read as a broken one
     say(f"first of its {len(preview['messages'])} original messages:")
     for m in preview["messages"][:3]:
         say(f"    #{m['id']} {m['role']}: {clip(m['content'], WIDTH - 20)}")

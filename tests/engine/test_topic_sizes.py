@@ -11,10 +11,12 @@ import json
 import math
 import statistics
 from collections import Counter
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
 
+from topicforest.engine.clustering import MIN_TOPIC_EXCHANGES, agglomerate, fragment_size
 from topicforest.engine.config import WindowConfig
 from topicforest.engine.window import ContextWindow
 
@@ -42,3 +44,29 @@ def test_no_catch_all_topic_on_conversations_nobody_here_wrote() -> None:
     print(f"\nlargest topic: median {statistics.median(shares):.0%}, max {max(shares):.0%}")
     assert statistics.median(shares) <= 0.35
     assert max(shares) <= 0.5
+
+
+def _run(generator: Generator[None, None, dict[int, list[int]]]) -> dict[int, list[int]]:
+    while True:
+        try:
+            next(generator)
+        except StopIteration as done:
+            return done.value
+
+
+def test_a_long_window_keeps_its_small_subjects_apart() -> None:
+    """A window of 310 exchanges: one subject discussed in 200 of them and eleven in 10 each.
+    Each small subject is alike within itself (0.6) and unlike the rest (0.0). When a fragment
+    was any group under 7% of the window (here 22 exchanges), the eleven merged into a few
+    catch-alls; a subject of 10 exchanges is a topic however long the window is."""
+    blocks = [list(range(200))] + [list(range(200 + 10 * k, 210 + 10 * k)) for k in range(11)]
+    block_of = {item: b for b, items in enumerate(blocks) for item in items}
+    items = sorted(block_of)
+    similarity = {
+        (a, b): 0.6 if block_of[a] == block_of[b] else 0.0
+        for i, a in enumerate(items)
+        for b in items[i + 1 :]
+    }
+    groups = _run(agglomerate(items, similarity, max_groups=12))
+    assert sorted(sorted(g) for g in groups.values()) == sorted(blocks)
+    assert fragment_size(310, MIN_TOPIC_EXCHANGES) == 8  # not 22: capped, not a share alone

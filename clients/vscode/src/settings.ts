@@ -64,7 +64,7 @@ export function serverSettings(config: ConfigReader): ServerSettings {
           : Number.isFinite(Number(budget)) ? Number(budget) : 'auto',
     attachmentBudget: config.get<number>('attachmentBudget') ?? 4096,
     mergeThreshold: config.get<number>('mergeThreshold') ?? 0.15,
-    maxTopics: config.get<number>('maxTopics') ?? 12,
+    maxTopics: config.get<number>('maxTopics') ?? 16,
     storePath: optionalString(config.get('storePath')),
     storeUrl: optionalString(config.get('storeUrl')),
     user: optionalString(config.get('user')),

@@ -19,7 +19,7 @@ def auto_history_budget(max_input_tokens: int | None) -> int:
 class WindowConfig:
     history_budget: int = 2048
     merge_threshold: float = 0.15
-    max_topics: int = 12
+    max_topics: int = 16
     hot_share: float = 0.5  # share of the budget each thread keeps verbatim
     max_message_chars: int = 200_000
     max_vocabulary: int = 50_000

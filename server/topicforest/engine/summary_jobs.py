@@ -28,7 +28,7 @@ from topicforest.engine.tokens import TokenCounter
 
 SUMMARY_OVERSIZE = 3  # summaries keep more than a render share; render cuts them to fit
 MAX_JOB_TOKENS = 6000
-SUMMARY_MESSAGE_TOKENS = 400  # a message longer than this is condensed for the summarizer
+SUMMARY_MESSAGE_TOKENS = 250  # a message longer than this is condensed for the summarizer
 MIN_SUMMARY_TOKENS = 40  # source tokens per summarize call; bigger backlogs take several rounds
 
 

@@ -51,9 +51,6 @@ LOW_INFORMATION_TERMS = 8  # fewer distinct terms than this: an exchange follows
 CHATTER_TOKENS = 40  # an exchange shorter than this does too
 CONTINUITY_BONUS = 0.05
 SUMMARY_OVERSIZE = 3  # summaries keep more than a render share; render cuts them to fit
-MAX_JOB_TOKENS = 6000
-SUMMARY_MESSAGE_TOKENS = 400  # a message longer than this is condensed for the summarizer
-MIN_SUMMARY_TOKENS = 40  # source tokens per summarize call; bigger backlogs take several rounds
 
 
 @dataclass(frozen=True)

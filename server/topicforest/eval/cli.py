@@ -11,7 +11,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from topicforest.eval import external
-from topicforest.eval.dataset import DatasetError, default_paths, load_conversation
+from topicforest.eval.dataset import (
+    DatasetError,
+    back_to_back_pairs,
+    default_paths,
+    load_conversation,
+)
 from topicforest.eval.external import EXTERNAL, ExternalSet
 from topicforest.eval.external_run import ExternalEvaluation, evaluate_external, external_lines
 from topicforest.eval.quick import dev_lines
@@ -88,6 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
         "replay, split check, budget sweep, the extractive-summarizer column and the other "
         "pause behaviour",
     )
+    parser.add_argument(
+        "--back-to-back",
+        action="store_true",
+        help="replay the dev conversations joined in pairs (1st+2nd, 3rd+4th, ...: a "
+        "workspace whose memory holds twice the subjects); implies --quick and --no-external",
+    )
     only = parser.add_mutually_exclusive_group()
     only.add_argument(
         "--external-only",
@@ -106,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.back_to_back:
+        args.quick = args.no_external = True
     if not 256 <= args.budget <= 1_000_000 or not 0 < args.time_scale <= 1 or args.jobs < 1:
         print(
             "error: --budget must be 256..1000000, --time-scale in (0, 1], --jobs ≥ 1",
@@ -139,6 +152,8 @@ def _dev(
     except DatasetError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.back_to_back:
+        conversations = back_to_back_pairs(conversations)
     quick = args.quick
     options = Options(
         budget=args.budget,

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -129,3 +130,50 @@ def default_paths(shared: Path) -> list[Path]:
     """Every conversation in the shared dev set (if present), then the bundled sample."""
     found = sorted(shared.glob("*.json")) if shared.is_dir() else []
     return [*found, SAMPLE]
+
+
+def back_to_back(first: Conversation, second: Conversation) -> Conversation:
+    """`first` then `second` as one conversation: a workspace whose memory outlives one
+    subject's session. Topic labels, threads and fact ids are prefixed with each conversation's
+    id so the two never share a label; facts point at their messages' new positions."""
+    messages: list[LabelledMessage] = []
+    facts: list[Fact] = []
+    topics: dict[str, str] = {}
+    for conv in (first, second):
+        offset = len(messages)
+
+        def label(name: str | None, conv: Conversation = conv) -> str | None:
+            return None if name is None else f"{conv.id}/{name}"
+
+        topics.update({f"{conv.id}/{t}": name for t, name in conv.topics.items()})
+        messages += [
+            replace(m, index=offset + m.index, topic=label(m.topic), thread=label(m.thread))
+            for m in conv.messages
+        ]
+        facts += [
+            replace(
+                f,
+                id=f"{conv.id}/{f.id}",
+                topic=label(f.topic),
+                msg_index=offset + f.msg_index,
+                superseded_msg_index=(
+                    None if f.superseded_msg_index is None else offset + f.superseded_msg_index
+                ),
+            )
+            for f in conv.facts
+        ]
+    return Conversation(
+        id=f"{first.id}+{second.id}",
+        project=f"{first.project}+{second.project}",
+        topics=topics,
+        messages=tuple(messages),
+        facts=tuple(facts),
+        source=f"{first.source} + {second.source}",
+    )
+
+
+def back_to_back_pairs(conversations: Sequence[Conversation]) -> list[Conversation]:
+    """Consecutive conversations joined in pairs (1st+2nd, 3rd+4th, …; an odd last one is left
+    out): each pair holds twice the subjects a single conversation has."""
+    pairs = zip(conversations[::2], conversations[1::2], strict=False)
+    return [back_to_back(a, b) for a, b in pairs]

@@ -134,7 +134,7 @@ class Settings:
     models: tuple[ModelEntry, ...] = attrs.field(default=(), validator=_entries)
     history_budget: int | Literal["auto"] = attrs.field(default="auto", validator=_budget)
     merge_threshold: float = attrs.field(default=0.15, validator=_threshold)
-    max_topics: int = attrs.field(default=12, validator=_max_topics)
+    max_topics: int = attrs.field(default=16, validator=_max_topics)
     store_path: str | None = attrs.field(default=None, validator=_store_path)
     store_url: str | None = attrs.field(default=None, validator=_store_url)
     user: str | None = attrs.field(default=None, validator=_user)

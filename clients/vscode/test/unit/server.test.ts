@@ -102,7 +102,7 @@ describe('server manager', () => {
     const [p] = processes as [FakeProcess];
     expect(p.launch).toEqual({ python: '/venv/bin/python', cwd: neutralDirectory(), initializationOptions: {
       chatModel: 'openai/stub', models: [], summaryModels: null, apiBase: null, historyBudget: 1024,
-      attachmentBudget: 4096, mergeThreshold: 0.15, maxTopics: 12, storePath: null,
+      attachmentBudget: 4096, mergeThreshold: 0.15, maxTopics: 16, storePath: null,
       storeUrl: null, user: null } });
     expect(await manager.request('topicForest/listTopics', {})).toEqual({ ok: 'topicForest/listTopics' });
     p.handlers.get('topicForest/chatDelta')?.({ index: 0 });

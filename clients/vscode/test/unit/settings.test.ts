@@ -11,7 +11,7 @@ describe('settings mapping', () => {
   it('defaults: no model, summaries by the chat model (none: offline), auto budget', () => {
     expect(serverSettings(reader({}))).toEqual({
       chatModel: null, models: [], summaryModels: null, apiBase: null, historyBudget: 'auto', attachmentBudget: 4096,
-      mergeThreshold: 0.15, maxTopics: 12, storePath: null, storeUrl: null, user: null,
+      mergeThreshold: 0.15, maxTopics: 16, storePath: null, storeUrl: null, user: null,
     });
   });
 
