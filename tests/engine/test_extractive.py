@@ -177,3 +177,26 @@ def test_a_cut_lists_no_bare_one_or_two_digit_numbers() -> None:
     assert also.startswith("Also mentioned:")
     names = also.removeprefix("Also mentioned:").rstrip(".").split(", ")
     assert [n.strip() for n in names] == ["15s", "8000", "2024"]
+
+
+def test_a_rebuilt_digest_does_not_cut_the_same_messages_again() -> None:
+    """A render rebuilds a topic's digest whenever its question recalls one of the quotable
+    messages (left out of the digest): the messages it had cut before are not cut again, and
+    the rebuilt digest is the one a fresh cut makes."""
+    from topicforest.engine.summarize import extractive
+
+    texts = [f"Use `pw-prod-{i}` on port 54{i:02d}. Then run make deploy-{i}." for i in range(12)]
+    texts.append("x" * (extractive.CACHED_MESSAGE + 1) + ". Too long to remember.")
+    messages = _messages(*texts)
+    extractive._cached_units.cache_clear()
+    fresh = Digest("Earlier: we set up the VPC.", messages, "Deploys")
+    cut = extractive._cached_units.cache_info()
+    rebuilt = Digest("Earlier: we set up the VPC.", messages[1:], "Deploys")
+    again = extractive._cached_units.cache_info()
+    assert cut.misses == 12  # every message but the one too long to remember
+    assert (again.hits, again.misses) == (11, 12)
+    extractive._cached_units.cache_clear()
+    uncached = Digest("Earlier: we set up the VPC.", messages[1:], "Deploys")
+    assert (rebuilt.units, rebuilt.sources) == (uncached.units, uncached.sources)
+    assert rebuilt.select(60) == uncached.select(60) and rebuilt.summary(80) == uncached.summary(80)
+    assert len(fresh.units) > len(rebuilt.units)

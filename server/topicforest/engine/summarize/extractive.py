@@ -25,6 +25,8 @@ from topicforest.engine.summarize.readable import looks_like_code, readable
 from topicforest.engine.tokens import estimate_tokens
 
 CACHED_TEXT = 600  # characters: longer sentences are rare and not worth keeping around
+# characters: a message's sentences are remembered up to this size (1,024 of them: at most ~8 MB)
+CACHED_MESSAGE = 8_000
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])")
 _ENTITY = re.compile(
     r"\b[a-z][a-z0-9+.-]*://[^\s`'\"<>()\[\]]+"  # URLs, whole (host, port and path together)
@@ -90,6 +92,18 @@ def _sentences(text: str) -> list[str]:
     return [sentence for sentence, _ in _units(text)]
 
 
+def _message_units(text: str) -> Sequence[tuple[str, int]]:
+    """`_units` of a message, remembered: a render rebuilds the digest of every topic whose
+    quotable messages its question changed (what it recalls is left out), and cutting the same
+    messages into sentences again was most of a slow turn's CPU time."""
+    return _cached_units(text) if len(text) <= CACHED_MESSAGE else _units(text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_units(text: str) -> tuple[tuple[str, int], ...]:
+    return tuple(_units(text))
+
+
 def _units(text: str) -> list[tuple[str, int]]:
     """Sentences of prose and the lines of code that name something, each with its block: -1
     for prose, else the number of the code block it belongs to (a fenced block, or a run of
@@ -151,7 +165,7 @@ class Digest:
                 add("", sentence)
         for number, message in enumerate(messages):
             speaker = "I said" if message.role == "user" else "You said"
-            for sentence, block in _units(message.content):
+            for sentence, block in _message_units(message.content):
                 add(speaker, sentence, (number, block))
         n = len(units)
         scored = []
