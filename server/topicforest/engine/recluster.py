@@ -12,8 +12,9 @@ from scratch (older exchanges stay where they are; steps 1-4 are `clustering`'s)
    established (`MIN_COHESIVE` exchanges) and less alike than `COHESION_RATIO` × how alike each
    is within itself (a local rule: projects differ in how much vocabulary their subjects share,
    and a window may span subjects of very different kinds); groups with fewer than
-   `FRAGMENT_SHARE` of the exchanges are fragments and join their nearest group; the topic cap
-   is a ceiling;
+   `FRAGMENT_SHARE` of the exchanges, and never more than `FRAGMENT_MOST` (`fragment_size`: a
+   long window's small subjects stay topics), are fragments and join their nearest group; the
+   topic cap is a ceiling;
 3. **large groups halved**: a group holding more than `LARGE_SHARE` of the exchanges is split
    in two by what tells its parts apart (cosines centered on its own mean), again while a half
    is still that large: one issue discussed for hundreds of messages shares its vocabulary
