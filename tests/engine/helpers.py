@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Generator, Iterable, Mapping
+from typing import TypeVar
 
 from topicforest.engine import ContextWindow, Message, WindowConfig
 from topicforest.engine.messages import InMemoryMessageLog
@@ -25,6 +26,18 @@ TOPICS = {
         "/auth/refresh runs.",
     ),
 }
+
+
+T = TypeVar("T")
+
+
+def finished(steps: Generator[None, None, T]) -> T:
+    """What a re-clustering step generator returns, run to its end (upkeep runs it in slices)."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
 
 
 class CountingLog(InMemoryMessageLog):

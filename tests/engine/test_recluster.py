@@ -12,7 +12,7 @@ from topicforest.engine.embedding import norm_sq
 from topicforest.engine.resolver import resolve_all
 from topicforest.engine.summarize import ExtractiveSummarizer
 
-from .helpers import TOPICS, filled_window
+from .helpers import TOPICS, filled_window, finished
 
 
 def subjects_of(window, root: int) -> set[str]:  # type: ignore[no-untyped-def]
@@ -84,13 +84,7 @@ def test_centered_cosines_equal_cosines_of_centered_vectors() -> None:
 
     items = sorted(vectors)
     raw = {(a, b): cos(unit[a], unit[b]) for i, a in enumerate(items) for b in items[i + 1 :]}
-    steps = centered(items, raw)  # a generator: it yields between chunks of pairs
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            centered_cosines = done.value
-            break
+    centered_cosines = finished(centered(items, raw))  # it yields between chunks of pairs
     for (a, b), value in centered_cosines.items():
         ca = tuple(x - m for x, m in zip(unit[a], mean, strict=True))
         cb = tuple(x - m for x, m in zip(unit[b], mean, strict=True))

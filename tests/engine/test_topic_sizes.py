@@ -11,7 +11,7 @@ import json
 import math
 import statistics
 from collections import Counter
-from collections.abc import Generator, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -20,7 +20,9 @@ from topicforest.engine.clustering import MIN_TOPIC_EXCHANGES, agglomerate, frag
 from topicforest.engine.config import WindowConfig
 from topicforest.engine.window import ContextWindow
 from topicforest.eval.dataset import Conversation, back_to_back_pairs, load_conversation
-from topicforest.eval.metrics import purity
+from topicforest.eval.run import clustering
+
+from .helpers import finished
 
 AIDER17 = Path(__file__).resolve().parents[2].parent / "shared" / "external" / "aider17"
 CONVERSATIONS = sorted((AIDER17 / "conversations").glob("*.json")) if AIDER17.is_dir() else []
@@ -56,14 +58,6 @@ def test_no_catch_all_topic_on_conversations_nobody_here_wrote() -> None:
     assert max(shares) <= 0.5
 
 
-def _run(generator: Generator[None, None, dict[int, list[int]]]) -> dict[int, list[int]]:
-    while True:
-        try:
-            next(generator)
-        except StopIteration as done:
-            return done.value
-
-
 def test_a_long_window_keeps_its_small_subjects_apart() -> None:
     """A window of 310 exchanges: one subject discussed in 200 of them and eleven in 10 each.
     Each small subject is alike within itself (0.6) and unlike the rest (0.0). When a fragment
@@ -77,7 +71,7 @@ def test_a_long_window_keeps_its_small_subjects_apart() -> None:
         for i, a in enumerate(items)
         for b in items[i + 1 :]
     }
-    groups = _run(agglomerate(items, similarity, max_groups=12))
+    groups = finished(agglomerate(items, similarity, max_groups=12))
     assert sorted(sorted(g) for g in groups.values()) == sorted(blocks)
     assert fragment_size(310, MIN_TOPIC_EXCHANGES) == 6  # not 22: capped, not a share alone
 
@@ -88,9 +82,7 @@ DEV_CONVERSATIONS = sorted(DEV.glob("*.json")) if DEV.is_dir() else []
 
 def back_to_back_purity(joined: Conversation) -> float:
     window, ids = replayed((m.role, m.content) for m in joined.messages)
-    topics = [window.forest.find(i) for i in ids]
-    labelled = [(t, m.topic) for t, m in zip(topics, joined.messages, strict=True) if m.topic]
-    return purity([t for t, _ in labelled], [label for _, label in labelled])
+    return clustering(joined, [window.forest.find(i) for i in ids]).purity  # chatter left out
 
 
 @pytest.mark.skipif(len(DEV_CONVERSATIONS) < 2, reason=f"the dev set is not at {DEV}")
