@@ -6,11 +6,13 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from topicforest.engine import ContextWindow, WindowConfig
+from topicforest.engine.keylines import phrases
 from topicforest.engine.resolver import resolve_all
 from topicforest.engine.summarize.base import (
     SummaryResult,
@@ -150,3 +152,22 @@ def test_a_title_loses_only_the_quotes_wrapped_around_all_of_it() -> None:
     assert (
         split_title("Title: “Alembic `env.py` fix”\nI asked you ...")[0] == "Alembic `env.py` fix"
     )
+
+
+def test_an_offline_title_is_a_phrase_naming_a_thing_not_a_filler_one() -> None:
+    """Offline titles read "Per frame · bindless.cpp", "Every hour · …", "Deployment goes · …":
+    a title phrase has no joining or counting word, and ends in a word the topic uses as a noun."""
+    texts = [
+        "Every frame allocates per frame scratch memory, and the deployment goes out per frame.",
+        "Make the frame arena 16 MiB per frame; the deployment goes through the arena.",
+        "The deployment goes fine now: the frame arena is reset per frame.",
+        "Per frame the deployment goes quiet; deployment goes wrong when it overflows.",
+    ]
+    window = ContextWindow(WindowConfig(history_budget=256))
+    for i, text in enumerate(texts):
+        window.append("t", "user" if i % 2 == 0 else "assistant", text, timestamp=i)
+    window.flush_thread("t")
+    (root,) = window.forest.live_roots()
+    said = Counter(phrase for text in texts for phrase in phrases(text))
+    assert said["per frame"] == 0 and said["deployment goes"] == 4  # said, but "goes" is no noun
+    assert window.titles.best_phrase(said, window.index[root].terms) == "frame arena"

@@ -14,7 +14,7 @@ import heapq
 import itertools
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from topicforest.engine.embedding import STOPWORDS, extract_terms
@@ -35,6 +35,21 @@ _SPACES = re.compile(r"\s{2,}")
 _LITERAL = re.compile(r"\d|\"[^\"]+\"|'[^']+'|`[^`]+`|(?<![\w-])--?[a-z][\w-]+|\w/\w")
 MIN_LETTERS = 4
 _SETTING = re.compile(r"^\s*([\w.\-\[\]\"']+)\s*[:=]")
+# Words that join, count or qualify things but name none: "per frame", "every hour" or "whole
+# executor" is no subject. (The embedding keeps them: they still tell messages apart.)
+FILLER = frozenset(
+    """
+    per via plus each every without within across along among around behind beside besides
+    beyond despite except inside outside onto toward towards upon versus whether though
+    although since unless instead rather already again even much many less fewer another
+    either neither both any same several few lot lots least last next first new old whole
+    three four five six seven eight nine ten big small large whose really actually probably
+    basically quite pretty well back always never often sometimes usually here there look
+    looks thing things stuff way ways something anything everything nothing bit kind sort
+    """.split()
+)
+DETERMINERS = frozenset("the a an this that our your its their".split())
+NOUN_MARK = "the "  # never starts a two-word phrase: "the" is a stopword
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,16 +65,27 @@ class KeyLine:
 
 def phrases(text: str) -> set[str]:
     """Two-word phrases of the prose of `text` ("rate limiting", "connection pool"): what a
-    person would call the subject, where identifiers name its parts."""
+    person would call the subject, where identifiers name its parts. Also "the arena"
+    (`NOUN_MARK`) for a word said after an article or a possessive: used as a noun, as the
+    last word of a phrase that names a subject is ("frame arena", not "deployment goes")."""
     found: set[str] = set()
     for passage in split_passages(text):
         if passage.code:
             continue
         words = [w.strip(".,;:!?()\"'") for w in passage.text.split()]  # path parts are no words
         for first, second in itertools.pairwise(words):
-            if _plain(first) and _plain(second):
+            if not _plain(second):
+                continue
+            if _plain(first):
                 found.add(f"{first.lower()} {second.lower()}")
+            elif first.lower() in DETERMINERS:
+                found.add(NOUN_MARK + second.lower())
     return found
+
+
+def nouns(phrases: Iterable[str]) -> set[str]:
+    """The words `phrases` (of `phrases()`) says were used as nouns."""
+    return {p[len(NOUN_MARK) :] for p in phrases if p.startswith(NOUN_MARK)}
 
 
 def _plain(word: str) -> bool:
@@ -67,6 +93,7 @@ def _plain(word: str) -> bool:
         len(word) >= 3
         and word.isalpha()
         and word.lower() not in STOPWORDS
+        and word.lower() not in FILLER
         and (word.islower() or word.istitle())
     )
 

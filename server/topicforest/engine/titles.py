@@ -2,7 +2,8 @@
 
 A title is stored with its summary (the summary model's `Title:` line, else the offline one
 written when the summary is applied: the two-word phrase of the topic's prose whose words it
-uses most, with the file or name it is most about: "Rate limit · ratelimit.py"), so every
+uses most, ending in a noun where it can, with the file or name it is most about: "Rate limit ·
+ratelimit.py"), so every
 window shows the same one. Before its first summary, or with no prose, a topic is titled by the
 files and names it mentions most. A title is never numbers alone ("85, 84, 0.00"); two live
 topics with the same title are told apart by what each names that the other does not.
@@ -19,6 +20,7 @@ from typing import Protocol
 from topicforest.engine.centroids import CentroidIndex
 from topicforest.engine.embedding import Embedder
 from topicforest.engine.forest import Forest
+from topicforest.engine.keylines import NOUN_MARK, nouns
 from topicforest.engine.render import sanitize_line
 from topicforest.engine.state import Summary
 from topicforest.engine.summarize.base import model_title
@@ -119,14 +121,20 @@ class Titles:
 
     def best_phrase(self, phrases: Counter[str], terms: Counter[str]) -> str | None:
         """The phrase whose words this topic uses most, weighted by how rare they are
-        elsewhere, among those said in more than one message."""
+        elsewhere; among those said in more than one message and ending in a word the topic
+        uses as a noun, where there are such."""
         idf = self.source.embedder.idf
+        used_as_nouns = nouns(phrases)
         scored = [
             (count * sum(terms.get(w, 0) * idf.get(w, 0.0) for w in phrase.split()), phrase)
             for phrase, count in phrases.items()
+            if not phrase.startswith(NOUN_MARK)
         ]
-        said_again = [item for item in scored if phrases[item[1]] >= MIN_PHRASE_MESSAGES]
-        scored = said_again or scored
+        for wanted in (
+            {p for p, count in phrases.items() if count >= MIN_PHRASE_MESSAGES},
+            {p for p in phrases if p.rsplit(" ", 1)[-1] in used_as_nouns},
+        ):
+            scored = [item for item in scored if item[1] in wanted] or scored
         return max(scored)[1] if scored else None
 
     def _told_apart(self, twins: list[int], base: str) -> dict[int, str]:
