@@ -3,8 +3,10 @@
 Ranking: pinned topics first, then relevance to the new user message (TF-IDF cosine against the
 topic centroid) plus a boost for topics naming the active editor file, then recency. Dropped
 topics never appear. A topic renders as its summary; a dirty one adds its most relevant
-not-yet-summarized messages within its share; an expanded one renders its originals verbatim.
-All quoted text is prefixed with "| " so it can never forge a header or a role.
+not-yet-summarized messages within its share; an expanded one renders its originals verbatim
+(`render_expanded.py`). A question also brings back the exchanges that answer it
+(`render_recall.py`). All quoted text is prefixed with "| " so it can never forge a header or a
+role.
 """
 
 from __future__ import annotations
@@ -18,14 +20,15 @@ from typing import Literal, Protocol
 
 from topicforest.engine.centroids import CentroidIndex
 from topicforest.engine.config import WindowConfig
-from topicforest.engine.embedding import Embedder, extract_terms, norm_sq
+from topicforest.engine.embedding import Embedder, norm_sq
 from topicforest.engine.forest import Forest
 from topicforest.engine.keylines import KeyLine
 from topicforest.engine.messages import Message, MessageLog
-from topicforest.engine.passages import excerpt, stem
 from topicforest.engine.recall import RecallIndex
+from topicforest.engine.render_expanded import expanded_block
+from topicforest.engine.render_recall import Recalled, recall_exchanges
 from topicforest.engine.state import Summary
-from topicforest.engine.summarize.base import quote, summary_body
+from topicforest.engine.summarize.base import quote, quote_message, summary_body
 from topicforest.engine.summarize.extractive import Digest
 from topicforest.engine.tokens import TokenCounter
 
@@ -35,11 +38,6 @@ MIN_SUMMARY_ROOM = 24  # below this a cut summary says nothing useful
 MIN_FALLBACK_ROOM = 64
 FILE_BOOST = 0.35
 RECALL_SHARE = 0.9  # of the topic space, for originals that match the query
-EXCHANGE_SHARE = 0.6  # of the recall room left, for the best exchange not yet shown
-MIN_RELATIVE_SCORE = 0.25  # an exchange scoring less than this share of the best is noise
-QUESTION_SHARE = 0.25  # of an exchange's room, for a question too long to recall whole
-SHORT_QUESTION = 80  # tokens: a question this short is recalled whole with its answer
-MIN_EXCERPT = 24
 # A dirty topic's new messages that cannot all fit (each costs this many tokens quoted, at
 # least) are digested from the newest DIGEST_MESSAGES only: a lagging summarizer can leave
 # thousands, and every render read and digested them all (its cost grew with the backlog).
@@ -145,10 +143,6 @@ def truncate(text: str, max_tokens: int, count: TokenCounter) -> str:
     return text[:lo] + " …" if lo else ""
 
 
-def quote_message(message: Message) -> str:
-    return quote(f"{message.role}: {message.content}")
-
-
 def render(
     window: RenderSource,
     *,
@@ -207,7 +201,7 @@ def _render(
         if root not in window.expanded and window.is_dirty(root)
         for m in _quotable(window.uncovered(root), space)
     ]
-    recalled = _recall(window, qvec, int(space * RECALL_SHARE), quotable)
+    recalled = recall_exchanges(window, qvec, int(space * RECALL_SHARE), quotable)
     # A topic's share of what is left grows with the square root of its size (big topics hold
     # more facts, small ones still get a line) and with its relevance to the query.
     weights = [
@@ -346,7 +340,7 @@ def _topic_block(
     size = window.forest.size(root)
     pinned = root in window.pinned
     if root in window.expanded:
-        return _expanded_block(window, root, qvec, space, f"## Topic {root}: {title}{flags}")
+        return expanded_block(window, root, qvec, space, f"## Topic {root}: {title}{flags}")
 
     header = f"## Topic {root}: {title}{flags} ({size} messages)"
     recall_cost = sum(r.tokens for r in recalled)
@@ -447,171 +441,3 @@ def _digest(
             window.summary_digests.clear()
         digest = window.summary_digests[key] = Digest(previous, messages, title)
     return digest
-
-
-@dataclass(frozen=True)
-class Recalled:
-    message_id: int
-    line: str  # the quoted message as rendered
-    tokens: int
-
-
-def _recall(
-    window: RenderSource, qvec: Counter[str], room: int, also: list[int]
-) -> dict[int, list[Recalled]]:
-    """The exchanges most relevant to the query, by topic, within `room` tokens (the messages
-    `also` are read with theirs).
-
-    A question and its answer are found together (the question names what was asked, the
-    answer holds the fact) and ranked by their summed scores. The best exchange gets the
-    largest share of the room; a message longer than its share comes back as an excerpt: the
-    passages that match, with their file."""
-    forest, log = window.forest, window.log
-    scores = {
-        message_id: score
-        for message_id, score in (
-            window.recall.search(qvec, window.embedder.idf) if qvec and room > 0 else []
-        )
-        if message_id in forest
-        and not forest.root(forest.find(message_id)).dropped
-        and forest.find(message_id) not in window.expanded
-    }
-    # Each hit's exchange: a reply's question is the message before it, a question's reply the
-    # one after (same thread, both graduated); one fetch for hits, neighbours and `also`.
-    wanted = {n for m in scores for n in (m - 1, m, m + 1) if n in forest}
-    messages = {m.id: m for m in log.get_many(sorted(wanted.union(also)))} if wanted or also else {}
-    if not scores:
-        return {}
-    exchanges: dict[int, list[Message]] = {}
-    totals: dict[int, float] = {}
-    for message_id, score in scores.items():
-        message = messages[message_id]
-        first = message
-        before = messages.get(message_id - 1)
-        if message.role != "user" and before and before.thread_id == message.thread_id:
-            first = before if before.role == "user" else message
-        key = first.id
-        if key not in exchanges:
-            pair = [first]
-            after = messages.get(first.id + 1)
-            if (
-                first.role == "user"
-                and after
-                and after.thread_id == first.thread_id
-                and after.role != "user"
-            ):
-                pair.append(after)
-            exchanges[key] = pair
-        totals[key] = totals.get(key, 0.0) + score
-    idf = window.embedder.idf
-    query_stems: dict[str, float] = {}
-    for term in qvec:
-        key_stem = stem(term)
-        query_stems[key_stem] = max(query_stems.get(key_stem, 0.0), idf.get(term, 0.0))
-    chosen: dict[int, list[Recalled]] = {}
-    used = 0
-    ranked = sorted(totals.items(), key=lambda kv: -kv[1])
-    for rank, (key, total) in enumerate(ranked):
-        left = room - used
-        if left < MIN_EXCERPT or total < MIN_RELATIVE_SCORE * ranked[0][1]:
-            break  # the rest of the room goes to the topics' summaries
-        share = left if rank + 1 >= len(totals) else max(MIN_EXCERPT, int(left * EXCHANGE_SHARE))
-        pieces = _exchange_lines(window, exchanges[key], query_stems, share)
-        for message, line, cost in pieces:
-            chosen.setdefault(forest.find(message.id), []).append(Recalled(message.id, line, cost))
-            used += cost
-    return chosen
-
-
-def _exchange_lines(
-    window: RenderSource, exchange: list[Message], query_stems: dict[str, float], room: int
-) -> list[tuple[Message, str, int]]:
-    """One exchange's messages quoted within `room`: whole when they fit, else each as its
-    passages that answer the query (a short question stays whole: it says what was asked)."""
-    count = window.count
-    whole = [(m, quote_message(m)) for m in exchange]
-    costs = [count(line) + 1 for _, line in whole]
-    if sum(costs) <= room:
-        return [(m, line, c) for (m, line), c in zip(whole, costs, strict=True)]
-    out: list[tuple[Message, str, int]] = []
-    left = room
-    for position, (message, line) in enumerate(whole):
-        later = len(whole) - position - 1
-        if costs[position] <= min(left, SHORT_QUESTION) and message.role == "user" and later:
-            out.append((message, line, costs[position]))
-            left -= costs[position]
-            continue
-        # a long question gets a small part: the answer is where facts are stated
-        own = left if not later else max(MIN_EXCERPT, int(left * QUESTION_SHARE))
-        text = excerpt(message.content, query_stems, own - 8, count)
-        if not text:
-            continue
-        quoted = quote(f"{message.role} (excerpt): {text}")
-        cost = count(quoted) + 1
-        if cost <= left:
-            out.append((message, quoted, cost))
-            left -= cost
-    return out
-
-
-def _expanded_block(
-    window: RenderSource, root: int, qvec: Counter[str], space: int, head: str
-) -> tuple[str, tuple[Mode, tuple[int, ...]]]:
-    """An expanded topic's originals verbatim: its opening question first, then the most
-    relevant (then newest) of the rest that fit; the header says how many of how many it sends."""
-    members = window.forest.members(root)
-    size = len(members)
-    longest = f"{head} (expanded: {size} of {size} original messages, opening question first)"
-    room = space - window.count(longest)
-    opening = [min(members)] if members else []  # ids grow with time: its first message
-    first = window.log.get_many(opening)
-    if not first or first[0].tokens + 4 > room:
-        opening = []
-    else:
-        room -= first[0].tokens + 4
-    rest = [m for m in members if m not in opening]
-    originals = opening + _best_members(window, qvec, rest, room)
-    if len(originals) == size:
-        said = f"{size} original messages"
-    else:
-        said = f"{len(originals)} of {size} original messages" + (
-            ", opening question first" if opening else ""
-        )
-    return _join(f"{head} (expanded: {said})", originals, window), ("expanded", tuple(originals))
-
-
-def _best_members(
-    window: RenderSource, qvec: Counter[str], candidates: list[int], room: int
-) -> list[int]:
-    """Most relevant (then newest) candidate messages that fit in `room`, in original order."""
-    if room <= 0 or not candidates:
-        return []
-    idf = window.embedder.idf
-    qnorm = norm_sq(qvec, idf) if qvec else 0.0
-    order = {m: i for i, m in enumerate(candidates)}
-    pool = candidates if qnorm else candidates[-64:]  # without a query, recency decides
-    messages = {m.id: m for m in window.log.get_many(pool)}  # one fetch: the log may be on disk
-
-    def relevance(mid: int) -> tuple[float, int]:
-        if not qnorm:
-            return (0.0, order[mid])
-        terms = window.pending_terms.get(mid)
-        if terms is None:
-            terms = extract_terms(messages[mid].content)
-        vnorm = norm_sq(terms, idf)
-        dot = sum(c * terms.get(t, 0) * idf.get(t, 0.0) ** 2 for t, c in qvec.items())
-        return (dot / ((qnorm * vnorm) ** 0.5) if vnorm else 0.0, order[mid])
-
-    chosen: list[int] = []
-    used = 0
-    for mid in sorted(pool, key=relevance, reverse=True):
-        cost = messages[mid].tokens + 4  # quote prefixes and role label
-        if used + cost > room:
-            continue
-        chosen.append(mid)
-        used += cost
-    return sorted(chosen, key=order.__getitem__)
-
-
-def _join(header: str, ids: list[int], window: RenderSource) -> str:
-    return "\n".join([header, *(quote_message(m) for m in window.log.get_many(ids))])

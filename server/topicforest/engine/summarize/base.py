@@ -93,6 +93,11 @@ def quote(text: str) -> str:
     return "\n".join(QUOTE + line for line in LINE_BREAKS.split(text))
 
 
+def quote_message(message: Message) -> str:
+    """A message quoted as a render shows it: `| role: content`."""
+    return quote(f"{message.role}: {message.content}")
+
+
 def format_transcript(messages: Sequence[Message], previous_summary: str | None = None) -> str:
     """The conversation part of a summarize prompt: role headers we write, quoted content."""
     parts: list[str] = []

@@ -1,0 +1,130 @@
+"""A question's recall in a render: the exchanges that answer it, quoted whole or as excerpts.
+
+The recall index finds the graduated messages the question's rare words are in; a question and
+its answer come back together (the question names what was asked, the answer holds the fact),
+the best exchange with the largest share of the room.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from topicforest.engine.messages import Message
+from topicforest.engine.passages import excerpt, stem
+from topicforest.engine.summarize.base import quote, quote_message
+
+if TYPE_CHECKING:
+    from topicforest.engine.render import RenderSource
+
+EXCHANGE_SHARE = 0.6  # of the recall room left, for the best exchange not yet shown
+MIN_RELATIVE_SCORE = 0.25  # an exchange scoring less than this share of the best is noise
+QUESTION_SHARE = 0.25  # of an exchange's room, for a question too long to recall whole
+SHORT_QUESTION = 80  # tokens: a question this short is recalled whole with its answer
+MIN_EXCERPT = 24
+
+
+@dataclass(frozen=True)
+class Recalled:
+    message_id: int
+    line: str  # the quoted message as rendered
+    tokens: int
+
+
+def recall_exchanges(
+    window: RenderSource, qvec: Counter[str], room: int, also: list[int]
+) -> dict[int, list[Recalled]]:
+    """The exchanges most relevant to the query, by topic, within `room` tokens (the messages
+    `also` are read with theirs).
+
+    A question and its answer are found together (the question names what was asked, the
+    answer holds the fact) and ranked by their summed scores. The best exchange gets the
+    largest share of the room; a message longer than its share comes back as an excerpt: the
+    passages that match, with their file."""
+    forest, log = window.forest, window.log
+    scores = {
+        message_id: score
+        for message_id, score in (
+            window.recall.search(qvec, window.embedder.idf) if qvec and room > 0 else []
+        )
+        if message_id in forest
+        and not forest.root(forest.find(message_id)).dropped
+        and forest.find(message_id) not in window.expanded
+    }
+    # Each hit's exchange: a reply's question is the message before it, a question's reply the
+    # one after (same thread, both graduated); one fetch for hits, neighbours and `also`.
+    wanted = {n for m in scores for n in (m - 1, m, m + 1) if n in forest}
+    messages = {m.id: m for m in log.get_many(sorted(wanted.union(also)))} if wanted or also else {}
+    if not scores:
+        return {}
+    exchanges: dict[int, list[Message]] = {}
+    totals: dict[int, float] = {}
+    for message_id, score in scores.items():
+        message = messages[message_id]
+        first = message
+        before = messages.get(message_id - 1)
+        if message.role != "user" and before and before.thread_id == message.thread_id:
+            first = before if before.role == "user" else message
+        key = first.id
+        if key not in exchanges:
+            pair = [first]
+            after = messages.get(first.id + 1)
+            if (
+                first.role == "user"
+                and after
+                and after.thread_id == first.thread_id
+                and after.role != "user"
+            ):
+                pair.append(after)
+            exchanges[key] = pair
+        totals[key] = totals.get(key, 0.0) + score
+    idf = window.embedder.idf
+    query_stems: dict[str, float] = {}
+    for term in qvec:
+        key_stem = stem(term)
+        query_stems[key_stem] = max(query_stems.get(key_stem, 0.0), idf.get(term, 0.0))
+    chosen: dict[int, list[Recalled]] = {}
+    used = 0
+    ranked = sorted(totals.items(), key=lambda kv: -kv[1])
+    for rank, (key, total) in enumerate(ranked):
+        left = room - used
+        if left < MIN_EXCERPT or total < MIN_RELATIVE_SCORE * ranked[0][1]:
+            break  # the rest of the room goes to the topics' summaries
+        share = left if rank + 1 >= len(totals) else max(MIN_EXCERPT, int(left * EXCHANGE_SHARE))
+        pieces = _exchange_lines(window, exchanges[key], query_stems, share)
+        for message, line, cost in pieces:
+            chosen.setdefault(forest.find(message.id), []).append(Recalled(message.id, line, cost))
+            used += cost
+    return chosen
+
+
+def _exchange_lines(
+    window: RenderSource, exchange: list[Message], query_stems: dict[str, float], room: int
+) -> list[tuple[Message, str, int]]:
+    """One exchange's messages quoted within `room`: whole when they fit, else each as its
+    passages that answer the query (a short question stays whole: it says what was asked)."""
+    count = window.count
+    whole = [(m, quote_message(m)) for m in exchange]
+    costs = [count(line) + 1 for _, line in whole]
+    if sum(costs) <= room:
+        return [(m, line, c) for (m, line), c in zip(whole, costs, strict=True)]
+    out: list[tuple[Message, str, int]] = []
+    left = room
+    for position, (message, line) in enumerate(whole):
+        later = len(whole) - position - 1
+        if costs[position] <= min(left, SHORT_QUESTION) and message.role == "user" and later:
+            out.append((message, line, costs[position]))
+            left -= costs[position]
+            continue
+        # a long question gets a small part: the answer is where facts are stated
+        own = left if not later else max(MIN_EXCERPT, int(left * QUESTION_SHARE))
+        text = excerpt(message.content, query_stems, own - 8, count)
+        if not text:
+            continue
+        quoted = quote(f"{message.role} (excerpt): {text}")
+        cost = count(quoted) + 1
+        if cost <= left:
+            out.append((message, quoted, cost))
+            left -= cost
+    return out
