@@ -99,3 +99,19 @@ def test_with_no_question_the_room_goes_to_what_is_not_shown_yet() -> None:
     two_lines = ranking.costs[0] + ranking.costs[1] + 1  # room for the two best-ranked lines
     picked = [line.text for line in pick(ranking, two_lines)]
     assert picked == [state.lines[0].text, "The gateway listens on port 8443."], picked
+
+
+def test_a_key_line_another_topic_shows_is_not_shown_again() -> None:
+    """Each topic picked its own lines: a setting common to several topics (infra's
+    `test = "StringEquals"`) was shown by four of them in one render."""
+    text = 'Use test = "StringEquals" on the role.\n\nThe gateway listens on port 8443.'
+    state = collected([Message(1, "main", "assistant", text, 0.0, 30)])
+    ranking = rank(
+        state.lines, {t: 2.0 for line in state.lines for t in line.terms}, estimate_tokens
+    )
+    everything = sum(ranking.costs)
+    assert len(pick(ranking, everything)) == 2
+    shown = {'use test = "stringequals" on the role.'}
+    assert [line.text for line in pick(ranking, everything, said=shown)] == [
+        "The gateway listens on port 8443."
+    ]

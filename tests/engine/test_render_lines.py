@@ -1,10 +1,12 @@
-"""What a render quotes: never an empty summary line (a summary cut to nothing is left out).
+"""What a render quotes: never an empty summary line (a summary cut to nothing is left out),
+never the same key line twice.
 
 A recalled message keeps its own blank lines; the line after a topic's header is its summary."""
 
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from itertools import pairwise
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import pytest
 
 from topicforest.engine.resolver import resolve_round
 from topicforest.engine.summarize import ExtractiveSummarizer
+from topicforest.eval.systems import thread_of
 
 from ..conftest import requires_shared_eval, shared_conversations
 from .helpers import filled_window
@@ -49,3 +52,18 @@ def test_the_sample_query_renders_have_no_empty_summary_line() -> None:
 @pytest.mark.parametrize("path", shared_conversations(), ids=lambda p: p.stem)
 def test_the_dev_set_query_renders_have_no_empty_summary_line(path: Path) -> None:
     assert replayed_empty_lines(path) == []
+
+
+def repeated_key_lines(path: Path) -> list[str]:
+    """Key lines the no-query render at the end of the replay shows more than once."""
+    replay = replay_offline(path)
+    thread = thread_of(replay.conv.messages[-1])
+    text = replay.window.render(thread_id=thread).text()
+    shown = Counter(line for line in text.splitlines() if line.startswith("| - "))
+    return [line for line, times in shown.items() if times > 1]
+
+
+@requires_shared_eval
+@pytest.mark.parametrize("path", shared_conversations(), ids=lambda p: p.stem)
+def test_the_dev_set_no_query_renders_show_a_key_line_once(path: Path) -> None:
+    assert repeated_key_lines(path) == []

@@ -4,6 +4,7 @@ what a key line is and how they are ranked and picked: `keylines`)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Set as AbstractSet
 
 from topicforest.engine.embedding import Embedder
 from topicforest.engine.forest import Forest
@@ -81,10 +82,13 @@ class KeyLineUpkeep:
         state = self._key_lines.get(root)
         return state.lines if state is not None else None
 
-    def select_key_lines(self, root: int, room: int, skip: str = "") -> list[KeyLine]:
+    def select_key_lines(
+        self, root: int, room: int, skip: str = "", said: AbstractSet[str] = frozenset()
+    ) -> list[KeyLine]:
         """`keylines.pick` over the topic's key lines, from a ranking kept until they or the
         IDF change (scoring a big topic's lines on every render took tens of milliseconds)."""
         state = self._key_lines.get(root)
         if state is None or not state.lines or room <= 0:
             return []
-        return pick(state.ranking(self.embedder.idf, self.embedder.epoch, self.count), room, skip)
+        ranking = state.ranking(self.embedder.idf, self.embedder.epoch, self.count)
+        return pick(ranking, room, skip, said)

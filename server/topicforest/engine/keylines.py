@@ -15,6 +15,7 @@ import itertools
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from topicforest.engine.embedding import STOPWORDS, extract_terms
@@ -258,9 +259,13 @@ def rank(lines: list[KeyLine], idf: Mapping[str, float], count: TokenCounter) ->
     )
 
 
-def pick(ranking: Ranking, room: int, skip: str = "") -> list[KeyLine]:
+def pick(
+    ranking: Ranking, room: int, skip: str = "", said: AbstractSet[str] = frozenset()
+) -> list[KeyLine]:
     """The best lines of a ranking within `room` tokens, in conversation order, not repeating
-    `skip` (text the reader sees anyway: a summary).
+    `skip` (text the reader sees anyway: a summary) or a line of `said` (lowercased: shown by
+    another topic; a line shared by several topics, such as a common setting, says its fact
+    once).
 
     A line is worth what it tells that the lines chosen before it (and `skip`) do not: its
     worth shrinks with the share of its terms' weight already shown. Five lines naming the
@@ -282,7 +287,7 @@ def pick(ranking: Ranking, room: int, skip: str = "") -> list[KeyLine]:
         if used + cost > room:
             continue
         lowered = line.text.lower()
-        if lowered in texts or lowered in lowered_skip:  # said already, or in the summary
+        if lowered in texts or lowered in said or lowered in lowered_skip:  # said already
             continue
         weights = ranking.weights[i]
         total = sum(weights.values())

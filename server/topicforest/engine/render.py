@@ -67,6 +67,16 @@ class RenderedTopic:
     message_ids: tuple[int, ...] = ()
 
 
+@dataclass(frozen=True)
+class Block:
+    """One topic's part of a render."""
+
+    text: str
+    mode: Mode
+    message_ids: tuple[int, ...] = ()
+    key_lines: tuple[str, ...] = ()  # the key lines it shows, lowercased
+
+
 @dataclass
 class RenderedContext:
     messages: list[dict[str, str]]
@@ -120,7 +130,9 @@ class RenderSource(Protocol):
     def is_dirty(self, root: int) -> bool: ...
     def uncovered(self, root: int) -> list[int]: ...
     def key_lines(self, root: int) -> list[KeyLine] | None: ...
-    def select_key_lines(self, root: int, room: int, skip: str = "") -> list[KeyLine]: ...
+    def select_key_lines(
+        self, root: int, room: int, skip: str = "", said: AbstractSet[str] = frozenset()
+    ) -> list[KeyLine]: ...
 
 
 def sanitize_line(text: str, limit: int = 120) -> str:
@@ -208,13 +220,15 @@ def _render(
         max(1, window.index[r].tokens) ** SIZE_EXPONENT * (1 + RELEVANCE_WEIGHT * relevance)
         for r, relevance in ranked
     ]
+    said: set[str] = set()  # key lines shown (lowercased): a line says its fact once
     for position, (root, _) in enumerate(ranked):
         share = max(MIN_RAW_SHARE, int(space * weights[position] / sum(weights[position:])))
-        block, rendered = _topic_block(window, root, qvec, space, share, recalled.get(root, []))
-        cost = count(block) + 1 if block else 0
-        if block and cost <= space:
-            blocks.append(block)
-            shown.append(RenderedTopic(root, rendered[0], cost, rendered[1]))
+        block = _topic_block(window, root, qvec, space, share, recalled.get(root, []), said)
+        cost = count(block.text) + 1 if block.text else 0
+        if block.text and cost <= space:
+            blocks.append(block.text)
+            shown.append(RenderedTopic(root, block.mode, cost, block.message_ids))
+            said.update(block.key_lines)
             space -= cost
         else:
             omitted.append(root)
@@ -329,10 +343,12 @@ def _topic_block(
     space: int,
     share: int,
     recalled: list[Recalled],
-) -> tuple[str, tuple[Mode, tuple[int, ...]]]:
+    said: AbstractSet[str],
+) -> Block:
     """The topic's block: summary and/or not-yet-summarized messages, plus recalled originals.
 
-    If the whole block does not fit in `space`, the recalled originals alone are offered.
+    If the whole block does not fit in `space`, the recalled originals alone are offered. Key
+    lines in `said` (topics ranked before showed them) are not shown again.
     """
     count = window.count
     title = window.title(root)
@@ -340,7 +356,10 @@ def _topic_block(
     size = window.forest.size(root)
     pinned = root in window.pinned
     if root in window.expanded:
-        return expanded_block(window, root, qvec, space, f"## Topic {root}: {title}{flags}")
+        text, (kind, originals) = expanded_block(
+            window, root, qvec, space, f"## Topic {root}: {title}{flags}"
+        )
+        return Block(text, kind, originals)
 
     header = f"## Topic {root}: {title}{flags} ({size} messages)"
     recall_cost = sum(r.tokens for r in recalled)
@@ -354,6 +373,7 @@ def _topic_block(
     dirty = window.is_dirty(root)
     parts: list[str] = []
     ids: list[int] = []
+    chosen: list[KeyLine] = []
     lines = window.key_lines(root) if not qvec else None
     pending = [m for m in window.uncovered(root) if m not in shown_elsewhere] if dirty else []
     pending = _quotable(pending, room)
@@ -368,7 +388,7 @@ def _topic_block(
         )
         parts += _quoted(shown_summary)
         left = room - (count(quote(shown_summary)) + 1 if shown_summary else 0)
-        chosen = window.select_key_lines(root, left, skip=shown_summary)
+        chosen = window.select_key_lines(root, left, skip=shown_summary, said=said)
         parts += [quote("- " + line.text) for line in chosen]
         ids = sorted({line.message_id for line in chosen})
     elif not dirty and summary:
@@ -388,14 +408,15 @@ def _topic_block(
     recalled_lines = [r.line for r in sorted(recalled, key=lambda r: r.message_id)]
     block = "\n".join(line for line in [header, body, *recalled_lines] if line)
     if count(block) <= space:
-        return (block if body or recalled else ""), (mode, tuple(shown))
+        key_lines = tuple(line.text.lower() for line in chosen)
+        return Block(block if body or recalled else "", mode, tuple(shown), key_lines)
     if recalled:
         block = "\n".join([header, *recalled_lines])
         if count(block) <= space:
-            return block, ("recalled", tuple(sorted(recalled_ids)))
+            return Block(block, "recalled", tuple(sorted(recalled_ids)))
     if pinned:  # pinned topics always appear, cut to what fits
-        return truncate("\n".join([header, body]), space - 1, count), (mode, tuple(ids))
-    return "", (mode, ())
+        return Block(truncate("\n".join([header, body]), space - 1, count), mode, tuple(ids))
+    return Block("", mode)
 
 
 def _quoted(summary: str) -> list[str]:
