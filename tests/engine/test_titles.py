@@ -171,3 +171,41 @@ def test_an_offline_title_is_a_phrase_naming_a_thing_not_a_filler_one() -> None:
     said = Counter(phrase for text in texts for phrase in phrases(text))
     assert said["per frame"] == 0 and said["deployment goes"] == 4  # said, but "goes" is no noun
     assert window.titles.best_phrase(said, window.index[root].terms) == "frame arena"
+
+
+def test_an_offline_title_names_a_file_before_a_folder_like_path() -> None:
+    """A progress-bar topic was titled "Progress bar · blue": the last part of a template's
+    `cyan/blue`, which looks like a folder, said more often than the file it was in."""
+    texts = [
+        "The progress bar template: `{wide_bar:.cyan/blue}` in src/progress.rs.",
+        "Keep `{wide_bar:.cyan/blue}` for the progress bar; cyan/blue reads well on dark themes.",
+        "The progress bar colours stay cyan/blue.",
+    ]
+    window = ContextWindow(WindowConfig(history_budget=256))
+    for i, text in enumerate(texts):
+        window.append("t", "user" if i % 2 == 0 else "assistant", text, timestamp=i)
+    window.flush_thread("t")
+    (root,) = window.forest.live_roots()
+    assert window.index[root].files.most_common(1)[0][0].endswith("cyan/blue")  # said most
+    said = Counter(phrase for text in texts for phrase in phrases(text))
+    assert window.titles.offline(root, said) == "Progress bar · progress.rs"
+
+
+async def test_an_offline_title_does_not_depend_on_how_far_key_line_upkeep_got() -> None:
+    """The title counted the phrases key-line upkeep had collected by then: the same
+    conversation got other titles from run to run in the server ("Host port" or "Shared
+    database" for the demo's first topic)."""
+    titles = []
+    for collect_first in (True, False):
+        window = ContextWindow(WindowConfig(history_budget=2048))
+        for message in json.loads(SAMPLE.read_text())["messages"]:
+            window.append("chat", message["role"], message["content"], timestamp=message["index"])
+            window.graduate()
+            window.refine(budget_seconds=math.inf)
+        window.flush_thread("chat")
+        window.refine(budget_seconds=math.inf, settle=True)
+        if collect_first:
+            window.prepare_key_lines(budget_seconds=math.inf)
+        await resolve_all(window, ExtractiveSummarizer())
+        titles.append(sorted(window.title(r) for r in window.forest.live_roots()))
+    assert titles[0] == titles[1]

@@ -47,8 +47,13 @@ FILLER = frozenset(
     three four five six seven eight nine ten big small large whose really actually probably
     basically quite pretty well back always never often sometimes usually here there look
     looks thing things stuff way ways something anything everything nothing bit kind sort
+    different similar separate current previous specific actual proper simple extra entire
+    certain various usual possible
     """.split()
 )
+_ADVERB = re.compile(
+    r"\w{3,}(?:ate|ent|ant|ous|ive|ful|al|ing|ed|ab|ib|ct|ss|r|t)ly$"
+)  # "legitimately"
 DETERMINERS = frozenset("the a an this that our your its their".split())
 NOUN_MARK = "the "  # never starts a two-word phrase: "the" is a stopword
 
@@ -95,6 +100,7 @@ def _plain(word: str) -> bool:
         and word.isalpha()
         and word.lower() not in STOPWORDS
         and word.lower() not in FILLER
+        and not _ADVERB.match(word.lower())
         and (word.islower() or word.istitle())
     )
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from topicforest.engine.centroids import CentroidIndex
-from topicforest.engine.embedding import Embedder
+from topicforest.engine.embedding import Embedder, is_file_path
 from topicforest.engine.forest import Forest
 from topicforest.engine.keylines import NOUN_MARK, nouns
 from topicforest.engine.render import sanitize_line
@@ -26,7 +26,9 @@ from topicforest.engine.state import Summary
 from topicforest.engine.summarize.base import model_title
 
 MIN_PHRASE_MESSAGES = 2  # a title phrase is said in at least this many messages
+NOUN_BONUS = 1.0  # a phrase ending in a word the topic uses as a noun counts this much more
 NAMES = 2  # files or names in a title made of names
+MAX_NAME = 24  # characters: a longer name makes a title a line of code
 _TOKEN = re.compile(r"[\s,;·()]+")
 UNITS = frozenset("ms us ns kb mb gb tb kib mib gib tib px pt em rem hz khz mhz ghz".split())
 
@@ -96,8 +98,12 @@ class Titles:
         phrase = self.best_phrase(phrases, centroid.terms)
         if not phrase:
             return self.of_names(root)
-        named = [_short(n) for n, _ in (centroid.files or centroid.symbols).most_common(3)]
-        thing = next((n for n in named if names_something(n)), None)  # files first
+        # A file by its name first ("progress.rs"), then a symbol, then a folder-like path (the
+        # last part of `backups/photos`, or of a template's `cyan/blue`, names little).
+        files = [_short(n) for n, _ in centroid.files.most_common(3)]
+        symbols = [n for n, _ in centroid.symbols.most_common(3) if len(n) <= MAX_NAME]
+        named = [n for n in files if is_file_path(n)] + symbols + files
+        thing = next((n for n in named if names_something(n)), None)
         return f"{phrase.capitalize()} · {thing}" if thing else phrase.capitalize()
 
     def of_names(self, root: int) -> str:
@@ -125,16 +131,22 @@ class Titles:
         uses as a noun, where there are such."""
         idf = self.source.embedder.idf
         used_as_nouns = nouns(phrases)
+
+        def weight(phrase: str) -> float:
+            return sum(terms.get(w, 0) * idf.get(w, 0.0) for w in phrase.split())
+
         scored = [
-            (count * sum(terms.get(w, 0) * idf.get(w, 0.0) for w in phrase.split()), phrase)
+            (
+                count
+                * weight(phrase)
+                * (1 + NOUN_BONUS * (phrase.rsplit(" ", 1)[-1] in used_as_nouns)),
+                phrase,
+            )
             for phrase, count in phrases.items()
             if not phrase.startswith(NOUN_MARK)
         ]
-        for wanted in (
-            {p for p, count in phrases.items() if count >= MIN_PHRASE_MESSAGES},
-            {p for p in phrases if p.rsplit(" ", 1)[-1] in used_as_nouns},
-        ):
-            scored = [item for item in scored if item[1] in wanted] or scored
+        said_again = [item for item in scored if phrases[item[1]] >= MIN_PHRASE_MESSAGES]
+        scored = said_again or scored
         return max(scored)[1] if scored else None
 
     def _told_apart(self, twins: list[int], base: str) -> dict[int, str]:
