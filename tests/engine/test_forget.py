@@ -111,7 +111,7 @@ def test_forgetting_a_thread_leaves_nothing_of_it() -> None:
         assert centroid.terms == terms
         assert centroid.tokens == sum(m.tokens for m in members)
         assert centroid.first_time == min(m.timestamp for m in members)
-    assert window.recall.search(Counter({SECRET: 1}), window.embedder.idf) == []
+    assert window.recall.search(window.recall.weights([SECRET], window.embedder.idf)) == []
     assert SECRET not in window.render(query=f"{SECRET} cache").text()
     # Ids are never reused.
     assert window.append("main", "user", "and now?").id == next_id

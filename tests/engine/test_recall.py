@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from topicforest.engine.recall import MAX_POSTINGS, RecallIndex
+from topicforest.engine.recall import ABBREVIATION_SHARE, MAX_POSTINGS, RecallIndex
 
 
 def index_of(postings: dict[str, range], messages: int) -> RecallIndex:
@@ -19,7 +19,7 @@ def index_of(postings: dict[str, range], messages: int) -> RecallIndex:
 def test_the_rarest_terms_rank_first_and_the_newer_of_equals_wins() -> None:
     index = index_of({"build_loader": range(5, 7), "loader": range(1, 40)}, messages=400)
     idf = {"build_loader": 5.0, "loader": 2.0}
-    best = index.search({"build_loader": 1, "loader": 1}, idf, limit=3)
+    best = index.search(index.weights({"build_loader": 1, "loader": 1}, idf), limit=3)
     assert [mid for mid, _ in best[:2]] == [6, 5]
 
 
@@ -34,7 +34,8 @@ def test_scoring_stops_adding_common_terms_past_the_postings_bound() -> None:
         messages=40_000,  # enough messages that neither term counts as too common to use
     )
     idf = {"rare": 9.0, "common_a": 3.0, "common_b": 3.0}
-    found = {mid for mid, _ in index.search({"rare": 1, "common_a": 1, "common_b": 1}, idf, 5000)}
+    weights = index.weights({"rare": 1, "common_a": 1, "common_b": 1}, idf)
+    found = {mid for mid, _ in index.search(weights, 5000)}
     assert {1, 2} <= found
     assert found & set(range(10, 10 + size))  # the first common term is still scored
     assert not found & set(range(20_000, 20_000 + size))  # the second would pass the bound
@@ -42,5 +43,16 @@ def test_scoring_stops_adding_common_terms_past_the_postings_bound() -> None:
 
 def test_a_rarest_term_past_the_bound_is_scored_in_its_newest_messages() -> None:
     index = index_of({"loader": range(1, 2 * MAX_POSTINGS + 1)}, messages=10 * MAX_POSTINGS)
-    found = [mid for mid, _ in index.search({"loader": 1}, {"loader": 2.0}, 10 * MAX_POSTINGS)]
+    found = [mid for mid, _ in index.search({"loader": 2.0}, 10 * MAX_POSTINGS)]
     assert sorted(found) == list(range(MAX_POSTINGS + 1, 2 * MAX_POSTINGS + 1))
+
+
+def test_a_code_word_that_abbreviates_a_question_word_is_found_at_a_share_of_its_weight() -> None:
+    """ "Which measurement command does the driver send?" missed `SHT40_CMD_MEAS_HIGH 0xFD`:
+    code shortens what a question spells out."""
+    index = index_of({"meas": range(3, 4), "measurement": range(7, 8)}, messages=40)
+    idf = {"meas": 4.0, "measurement": 4.0, "me": 1.0}
+    weights = index.weights(["measurement"], idf)
+    assert weights == {"measurement": 4.0, "meas": 4.0 * ABBREVIATION_SHARE}
+    assert [mid for mid, _ in index.search(weights)] == [7, 3]  # the word itself first
+    assert index.weights(["meas"], idf) == {"meas": 4.0}  # too short to be shortened

@@ -56,7 +56,7 @@ def test_recall_built_in_slices_while_others_graduate_equals_one_built_at_once(
     assert not hot, "the build should have been interrupted"
     fresh = memory.open().open_window()
     query = Counter({"docker": 1, "healthcheck": 1, "jwt": 1})
-    assert fresh.recall.search(query, fresh.embedder.idf)  # built now, at once
+    assert fresh.recall.search(fresh.recall.weights(query, fresh.embedder.idf))  # built now
     assert index_of(wb) == index_of(fresh)
     assert all(len(ids) == len(set(ids)) for ids in index_of(wb)[0].values())
 

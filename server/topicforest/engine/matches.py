@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from topicforest.engine.embedding import extract_terms
-from topicforest.engine.passages import excerpt, stem
+from topicforest.engine.passages import excerpt, stem_weights
 from topicforest.engine.render import RenderSource
 
 RECALL_HITS = 200  # messages scored per query, across all topics
@@ -65,7 +65,8 @@ def matches(
     idf = window.embedder.idf
     forest = window.forest
     picked: dict[int, list[int]] = {}
-    for message_id, _score in window.recall.search(qvec, idf, RECALL_HITS) if qvec else []:
+    weights = window.recall.weights(qvec, idf) if qvec else {}
+    for message_id, _score in window.recall.search(weights, RECALL_HITS):
         if message_id not in forest:
             continue
         root = forest.find(message_id)
@@ -75,10 +76,7 @@ def matches(
     chosen = [m for root in wanted for m in picked.get(root, [])]
     if not chosen:
         return found
-    query_stems: dict[str, float] = {}
-    for term in qvec:
-        key = stem(term)
-        query_stems[key] = max(query_stems.get(key, 0.0), idf.get(term, 0.0))
+    query_stems = stem_weights(weights)
     messages = {m.id: m for m in window.log.get_many(chosen)}
     for root in wanted:
         for message_id in picked.get(root, []):

@@ -51,6 +51,16 @@ def stem(word: str) -> str:
     return word[:-1] if len(word) > 4 and word.endswith("e") else word
 
 
+def stem_weights(weights: Mapping[str, float]) -> dict[str, float]:
+    """A query's term weights by stem (the best of the terms sharing one), as `excerpt` reads
+    them."""
+    by_stem: dict[str, float] = {}
+    for term, weight in weights.items():
+        key = stem(term)
+        by_stem[key] = max(by_stem.get(key, 0.0), weight)
+    return by_stem
+
+
 @lru_cache(maxsize=4096)  # a few renders' passages: a few MB at most
 def stems(text: str) -> frozenset[str]:
     """A passage's terms, stemmed. Cached (text never changes): a render excerpts the messages

@@ -18,6 +18,12 @@ MAX_POSTINGS = 1000  # and so does the cost of scoring: more common terms stop b
 COMMON_SHARE = 0.25  # terms in more than this share of messages (and more than
 COMMON_FLOOR = 16  # this many) are too common to say what a query is about
 RECENCY_BONUS = 0.5  # the newest message scores this much more than an equal, older match
+# Code shortens what a question spells out (`SHT40_CMD_MEAS_HIGH`, `cal`, `tempco`): an indexed
+# term that begins a query word counts, at this share of its weight. (Dev set with a query
+# 290 -> 294 of 334, worst unchanged; at 1.0: 289, the worst conversation 77% -> 71%.)
+ABBREVIATION_SHARE = 0.5
+MIN_ABBREVIATION = 3  # letters
+MIN_ABBREVIATED = 5  # letters a query word needs to be shortened at all
 
 
 class RecallIndex:
@@ -60,15 +66,26 @@ class RecallIndex:
         for term in [t for t in self.postings if t not in known]:
             del self.postings[term]
 
-    def search(
-        self, query: Mapping[str, int], idf: Mapping[str, float], limit: int = 50
-    ) -> list[tuple[int, float]]:
-        """Best (message id, score) pairs for the query, best first."""
+    def weights(self, query: Iterable[str], idf: Mapping[str, float]) -> dict[str, float]:
+        """The query's terms by weight (their IDF), with the indexed terms that abbreviate a
+        query word (`meas` of "measurement") at `ABBREVIATION_SHARE` of theirs."""
+        weights = {term: idf.get(term, 0.0) for term in query}
+        for word in list(weights):
+            if not word.isalpha() or len(word) < MIN_ABBREVIATED:
+                continue
+            for end in range(MIN_ABBREVIATION, len(word) - 1):
+                short = word[:end]
+                if short in self.postings and short not in weights:
+                    weights[short] = ABBREVIATION_SHARE * idf.get(short, 0.0)
+        return weights
+
+    def search(self, weights: Mapping[str, float], limit: int = 50) -> list[tuple[int, float]]:
+        """Best (message id, score) pairs for a query's term `weights`, best first."""
         n = len(self.root_lengths)
-        if not n or not query:
+        if not n or not weights:
             return []
         common = max(COMMON_FLOOR, n * COMMON_SHARE)
-        usable = [t for t in query if t in self.postings and len(self.postings[t]) <= common]
+        usable = [t for t in weights if t in self.postings and len(self.postings[t]) <= common]
         usable = sorted(usable, key=lambda t: len(self.postings[t]))[:MAX_QUERY_TERMS]
         scores: dict[int, float] = {}
         scanned = 0
@@ -77,7 +94,7 @@ class RecallIndex:
             scanned += len(postings)
             if scanned > MAX_POSTINGS and scores:
                 break
-            weight = idf.get(term, 0.0)
+            weight = weights[term]
             # A rarest term that alone passes the bound (in a big memory every query term can
             # be in thousands of messages) is scored in the messages indexed last (the newest,
             # give or take other windows' graduations loaded late) only.

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from topicforest.engine.messages import Message
-from topicforest.engine.passages import excerpt, stem
+from topicforest.engine.passages import excerpt, stem_weights
 from topicforest.engine.summarize.base import quote, quote_message
 
 if TYPE_CHECKING:
@@ -43,11 +43,10 @@ def recall_exchanges(
     largest share of the room; a message longer than its share comes back as an excerpt: the
     passages that match, with their file."""
     forest, log = window.forest, window.log
+    weights = window.recall.weights(qvec, window.embedder.idf) if qvec and room > 0 else {}
     scores = {
         message_id: score
-        for message_id, score in (
-            window.recall.search(qvec, window.embedder.idf) if qvec and room > 0 else []
-        )
+        for message_id, score in window.recall.search(weights)
         if message_id in forest
         and not forest.root(forest.find(message_id)).dropped
         and forest.find(message_id) not in window.expanded
@@ -79,11 +78,7 @@ def recall_exchanges(
                 pair.append(after)
             exchanges[key] = pair
         totals[key] = totals.get(key, 0.0) + score
-    idf = window.embedder.idf
-    query_stems: dict[str, float] = {}
-    for term in qvec:
-        key_stem = stem(term)
-        query_stems[key_stem] = max(query_stems.get(key_stem, 0.0), idf.get(term, 0.0))
+    query_stems = stem_weights(weights)
     chosen: dict[int, list[Recalled]] = {}
     used = 0
     ranked = sorted(totals.items(), key=lambda kv: -kv[1])

@@ -649,8 +649,10 @@ class StoredRecall(RecallIndex):
         self.ensure()
         super().prune(known)
 
-    def search(
-        self, query: Mapping[str, int], idf: Mapping[str, float], limit: int = 50
-    ) -> list[tuple[int, float]]:
+    def weights(self, query: Iterable[str], idf: Mapping[str, float]) -> dict[str, float]:
         self.ensure()
-        return super().search(query, idf, limit)
+        return super().weights(query, idf)
+
+    def search(self, weights: Mapping[str, float], limit: int = 50) -> list[tuple[int, float]]:
+        self.ensure()
+        return super().search(weights, limit)
