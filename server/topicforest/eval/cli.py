@@ -15,6 +15,7 @@ from topicforest.eval.dataset import (
     DatasetError,
     back_to_back_pairs,
     default_paths,
+    held_out_paths,
     load_conversation,
 )
 from topicforest.eval.external import EXTERNAL, ExternalSet
@@ -99,6 +100,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="replay the dev conversations joined in pairs (1st+2nd, 3rd+4th, ...: a "
         "workspace whose memory holds twice the subjects); implies --quick and --no-external",
     )
+    parser.add_argument(
+        "--held-out",
+        action="store_true",
+        help="evaluate the project's held-out samples (data/held_out: written by engineers who "
+        "had not read the engine; report them, never tune to them); implies --quick, --only "
+        "and --no-external",
+    )
     only = parser.add_mutually_exclusive_group()
     only.add_argument(
         "--external-only",
@@ -119,6 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.back_to_back:
         args.quick = args.no_external = True
+    if args.held_out:
+        args.quick = args.only = args.no_external = True
     if not 256 <= args.budget <= 1_000_000 or not 0 < args.time_scale <= 1 or args.jobs < 1:
         print(
             "error: --budget must be 256..1000000, --time-scale in (0, 1], --jobs ≥ 1",
@@ -140,7 +150,7 @@ def _dev(
     args: argparse.Namespace, argv: Sequence[str] | None, external_set: ExternalSet | None
 ) -> int:
     """The dev set; with the report (not --quick), the external set is run and written too."""
-    given = list(args.conversations)
+    given = [*args.conversations, *(held_out_paths() if args.held_out else [])]
     paths = given if args.only else [*default_paths(SHARED), *given]
     if not paths:
         print("no conversations to evaluate", file=sys.stderr)

@@ -8,7 +8,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample_conversation.json"
+DATA = Path(__file__).resolve().parent.parent / "data"
+SAMPLE = DATA / "sample_conversation.json"
+# Written for this project by engineers who had not read the engine, after it was built (session
+# 16): a check on conversations nobody tuned it on. Report their figures; never tune to them.
+HELD_OUT = DATA / "held_out"
 
 
 class DatasetError(ValueError):
@@ -124,6 +128,10 @@ def parse_conversation(raw: Any, source: str = "<data>") -> Conversation:
         facts=tuple(facts),
         source=source,
     )
+
+
+def held_out_paths() -> list[Path]:
+    return sorted(HELD_OUT.glob("*.json"))
 
 
 def default_paths(shared: Path) -> list[Path]:
