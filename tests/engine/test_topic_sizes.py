@@ -96,3 +96,27 @@ def test_a_workspace_memory_of_two_conversations_keeps_their_subjects_apart() ->
     print(f"\npurity by pair: {', '.join(f'{p:.2f}' for p in found)}")
     assert statistics.mean(found) >= 0.78
     assert min(found) >= 0.65
+
+
+def test_a_first_session_s_unrelated_subjects_are_not_merged_into_one_topic() -> None:
+    """Five exchanges on four subjects (pytest fixtures, SQLite twice, a React component, a
+    Dockerfile), flushed and settled: re-clustering merged them all into one topic, since
+    groups too small to have a cohesion merged whatever their likeness, and fragments joined a
+    group they shared no word with. (The pytest exchange shares `.py` files with the SQLite
+    ones and still joins them.)"""
+    turns = [
+        ("user", "How do I configure pytest fixtures in conftest.py for the parser tests?"),
+        ("assistant", "Put shared fixtures in tests/conftest.py; pytest discovers them."),
+        ("user", "The SQLite database locks when two writers commit; should I enable WAL?"),
+        ("assistant", "Yes: PRAGMA journal_mode=WAL in store/db.py lets readers run."),
+        ("user", "Now the React component UserTable.tsx re-renders on every keystroke. Why?"),
+        ("assistant", "useMemo the rows in UserTable.tsx and wrap the handler in useCallback."),
+        ("user", "Back to SQLite: the busy_timeout pragma, what value for store/db.py?"),
+        ("assistant", "busy_timeout=5000 in store/db.py next to journal_mode=WAL works well."),
+        ("user", "Dockerfile question: the python:3.12-slim build fails on gcc for psycopg."),
+        ("assistant", "Install build-essential in the Dockerfile or use psycopg[binary] wheels."),
+    ]
+    window, ids = replayed(turns)
+    topic = {i: window.forest.find(message_id) for i, message_id in enumerate(ids)}
+    assert topic[2] == topic[6]  # SQLite, twice: one subject
+    assert len({topic[2], topic[4], topic[8]}) == 3, window.forest.live_roots()

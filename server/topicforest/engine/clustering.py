@@ -27,6 +27,7 @@ SCORE_EVERY = 16  # exchanges scored against every group between checks
 PAIRS_PER_CHECK = 2048  # similarities transformed between checks
 LARGE_SHARE = 1 / 3  # a group holding more of the exchanges than this is halved if it can be
 MIN_TOPIC_EXCHANGES = 2  # fewer than this: a fragment, not a topic
+UNRELATED = 0.0  # cosine of two groups with no word in common: never merged for likeness
 
 Vector = dict[str, float]
 
@@ -108,6 +109,8 @@ def agglomerate(
             yield None
         if not _current((best, a, b, va, vb), members, version):
             continue
+        if -best <= UNRELATED:
+            continue  # nothing in common: two subjects, however small
         ca, cb = cohesion(a), cohesion(b)
         if ca is not None and cb is not None and -best < COHESION_RATIO * min(ca, cb):
             continue  # two subjects: each is more alike within itself than to the other
@@ -118,7 +121,11 @@ def agglomerate(
             yield None
     smallest = fragment_size(len(items), MIN_TOPIC_EXCHANGES)
     while len(members) > 1:
-        small = [g for g in members if len(members[g]) < smallest]
+        small = [  # a fragment that shares nothing with any group is a subject of its own
+            g
+            for g in members
+            if len(members[g]) < smallest and any(link(g, o) > UNRELATED for o in members if o != g)
+        ]
         if not small and len(members) <= max_groups:
             break
         if small:  # a fragment joins the group it is most like
