@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from topicforest.engine.embedding import STOPWORDS, extract_terms
 from topicforest.engine.forest import list_changes
@@ -69,7 +70,8 @@ class KeyLine:
     setting: str | None  # the name it assigns, if it is a `name = value` line
 
 
-def phrases(text: str) -> set[str]:
+@lru_cache(maxsize=1024)  # an offline title reads a topic's newest messages at each summary
+def phrases(text: str) -> frozenset[str]:
     """Two-word phrases of the prose of `text` ("rate limiting", "connection pool"): what a
     person would call the subject, where identifiers name its parts. Also "the arena"
     (`NOUN_MARK`) for a word said after an article or a possessive: used as a noun, as the
@@ -86,7 +88,7 @@ def phrases(text: str) -> set[str]:
                 found.add(f"{first.lower()} {second.lower()}")
             elif first.lower() in DETERMINERS:
                 found.add(NOUN_MARK + second.lower())
-    return found
+    return frozenset(found)
 
 
 def nouns(phrases: Iterable[str]) -> set[str]:
