@@ -110,7 +110,7 @@ def agglomerate(
         if not _current((best, a, b, va, vb), members, version):
             continue
         if -best <= UNRELATED:
-            continue  # nothing in common: two subjects, however small
+            break  # no two groups left share a word: none merge for likeness
         ca, cb = cohesion(a), cohesion(b)
         if ca is not None and cb is not None and -best < COHESION_RATIO * min(ca, cb):
             continue  # two subjects: each is more alike within itself than to the other

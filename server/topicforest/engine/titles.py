@@ -127,8 +127,8 @@ class Titles:
 
     def best_phrase(self, phrases: Counter[str], terms: Counter[str]) -> str | None:
         """The phrase whose words this topic uses most, weighted by how rare they are
-        elsewhere; among those said in more than one message and ending in a word the topic
-        uses as a noun, where there are such."""
+        elsewhere, among those said in more than one message (if any are); one ending in a word
+        the topic uses as a noun counts `1 + NOUN_BONUS` times."""
         idf = self.source.embedder.idf
         used_as_nouns = nouns(phrases)
 
