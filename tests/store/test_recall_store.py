@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from topicforest.engine import ContextWindow
-from topicforest.store import Store, state
+from topicforest.store import Store, stored_recall
 
 from .conftest import Memory, sample_messages, synthetic
 
@@ -34,7 +34,7 @@ ROWS = 7
 def test_recall_built_in_slices_while_others_graduate_equals_one_built_at_once(
     memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(state, "RECALL_SLICE_ROWS", ROWS)
+    monkeypatch.setattr(stored_recall, "RECALL_SLICE_ROWS", ROWS)
     messages = sample_messages() + list(synthetic(160))
     a = memory.open()
     wa = a.open_window()

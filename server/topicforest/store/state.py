@@ -6,139 +6,44 @@ holds; `save` compares the window's `state()` against it and writes only the dif
 with the transaction's `rev`; `load` reads only rows with a `rev` newer than the last one this
 process saw (everything when opening) and hands them to the window as one `StateDelta`. Open and
 reload-after-another-process-committed are the same code path. The columns of the record tables
-(`RECORDS`) and of `roots` are the fields `PERSISTED` lists.
+and of `roots` are the fields `PERSISTED` lists (`records.py`); the recall index over the stored
+terms is `stored_recall.py`'s.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from operator import attrgetter
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from topicforest.engine.messages import Message
-from topicforest.engine.recall import RecallIndex
 from topicforest.engine.state import (
-    PERSISTED,
     ForestDelta,
     StateDelta,
-    TopicState,
     VocabularyDelta,
     WindowState,
-    field_types,
 )
 from topicforest.engine.window import ContextWindow
 from topicforest.store.backend import Connection, Dialect
-
-Fingerprint = tuple[object, ...]
-
-MESSAGE_COLUMNS = "id, thread_id, role, content, timestamp, tokens, cancelled"
-RENAMED_COLUMNS = {"order": "ord", "members": "size"}  # TopicState fields in `roots`
-
-
-def row_to_message(row: tuple[Any, ...]) -> Message:
-    return Message(
-        id=row[0],
-        thread_id=row[1],
-        role=row[2],
-        content=row[3],
-        timestamp=row[4],
-        tokens=row[5],
-        cancelled=bool(row[6]),
-    )
-
-
-def _dumps(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def set_meta(conn: Connection, key: str, value: object) -> None:
-    conn.execute(
-        "INSERT INTO meta (key, value) VALUES (?, ?)" + _replace("key", "value"), (key, value)
-    )
-
-
-def _replace(key: str, *columns: str) -> str:
-    """The upsert tail that replaces a whole row (`INSERT OR REPLACE`, in both dialects)."""
-    updates = ", ".join(f"{c} = excluded.{c}" for c in columns)
-    return f" ON CONFLICT ({key}) DO UPDATE SET {updates}"
-
-
-_COLLECTIONS = ("Counter[", "set[", "Sequence[", "list[", "dict[")  # field types
-
-
-def fingerprinter(record: type, fields: tuple[str, ...]) -> Callable[[Any], Fingerprint]:
-    """A record's cheap fingerprint: its fields by value, its collections by size (each grows
-    or shrinks with a change that matters, or changes along with a number beside it: a
-    centroid's terms with its tokens, a summary's `covered` with its version)."""
-    types = field_types(record)
-    sized = [i for i, name in enumerate(fields) if types[name].startswith(_COLLECTIONS)]
-    values = attrgetter(*fields)
-
-    def fingerprint(r: object) -> Fingerprint:  # runs ~50 times a save: no generator
-        found = list(values(r))
-        for i in sized:
-            found[i] = len(found[i])
-        return tuple(found)
-
-    return fingerprint
-
-
-def _encode(value: object) -> object:
-    if isinstance(value, (set, frozenset)):
-        return _dumps(sorted(value))
-    return _dumps(value) if isinstance(value, (dict, list, tuple)) else value
-
-
-_DECODERS: dict[str, Callable[[Any], object]] = {
-    "Counter[str]": lambda text: Counter(json.loads(text)),
-    "set[int]": lambda text: set(json.loads(text)),
-    **dict.fromkeys(("str", "int", "float", "bool", "str | None"), lambda value: value),
-}
-
-
-class RecordTable:
-    """A table of records per topic root (centroids, summaries, spend): one column per field
-    `PERSISTED` lists for it, plus `root_id` and `rev`."""
-
-    def __init__(self, entity: str) -> None:
-        spec = PERSISTED[entity]
-        assert spec.record is not None and len(spec.fields) > 1
-        types = field_types(spec.record)
-        self.entity, self.record, self.fields = entity, spec.record, spec.fields
-        self.values = attrgetter(*spec.fields)
-        self.decoders = [_DECODERS[types[name]] for name in spec.fields]  # KeyError: add one
-        self.fingerprint = fingerprinter(spec.record, spec.fields)
-        columns = ("root_id", *spec.fields, "rev")
-        self.insert = (
-            f"INSERT INTO {entity} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
-            + _replace(*columns)
-        )
-        self.select = f"SELECT root_id, {', '.join(spec.fields)} FROM {entity}"
-        self.delete = f"DELETE FROM {entity} WHERE root_id = ?"
-
-    def row(self, root: int, record: object, rev: int) -> tuple[object, ...]:
-        return (root, *map(_encode, self.values(record)), rev)
-
-    def loaded(self, row: Sequence[Any]) -> Any:
-        """The record a row holds (its derived fields at their defaults)."""
-        values = (decode(value) for decode, value in zip(self.decoders, row[1:], strict=True))
-        return self.record(**dict(zip(self.fields, values, strict=True)))
-
-
-CENTROIDS, SUMMARIES, SPEND = RECORDS = tuple(
-    RecordTable(entity) for entity in ("centroids", "summaries", "spend")
+from topicforest.store.records import (
+    CENTROIDS,
+    MESSAGE_COLUMNS,
+    RECORDS,
+    ROOT_COLUMNS,
+    SIZE_AT,
+    SPEND,
+    SUMMARIES,
+    TOPIC_FIELDS,
+    Fingerprint,
+    RecordTable,
+    dumps,
+    row_to_message,
+    set_meta,
+    topic_fingerprint,
+    upsert,
 )
-# A topic's `roots` row is its fingerprint (members: their count, the column `size`), its id, rev.
-TOPIC_FIELDS = PERSISTED["topics"].fields
-topic_fingerprint = fingerprinter(TopicState, TOPIC_FIELDS)
-ROOT_COLUMNS = ("id", *(RENAMED_COLUMNS.get(f, f) for f in TOPIC_FIELDS), "rev")
-_SIZE = TOPIC_FIELDS.index("members")  # where a topic's fingerprint holds its member count
-RECALL_SLICE_ROWS = 1000  # messages read per step while the recall index is built in slices
-# (recall, only these ids or None, after this id, at most this many) -> (read, last id read)
-RecallLoader = Callable[["StoredRecall", list[int] | None, int, int | None], tuple[int, int]]
+from topicforest.store.stored_recall import StoredRecall, recall_loader
 
 
 class Mirror:
@@ -210,7 +115,7 @@ class Mirror:
         pending, pending_gone = self._load_pending(conn, before, since)
         recall = None
         if self.recall is None:  # built later: by upkeep in slices, or by the first search
-            recall = self.recall = StoredRecall(self._recall_loader(conn, window, self.dialect))
+            recall = self.recall = StoredRecall(recall_loader(conn, window, self.dialect))
         delta = StateDelta(
             vocabulary=self._load_doc_freq(conn, meta, since),
             forest=forest,
@@ -429,32 +334,6 @@ class Mirror:
         # id order: threads as on a fresh open
         return [row_to_message(row) for row in sorted(rows, key=lambda row: row[0])]
 
-    @staticmethod
-    def _recall_loader(conn: Connection, window: ContextWindow, dialect: Dialect) -> RecallLoader:
-        def load(
-            recall: StoredRecall, ids: list[int] | None, after: int, limit: int | None
-        ) -> tuple[int, int]:
-            """Index the stored terms of graduated messages after id `after` (only `ids`, if
-            given; at most `limit`, in id order); returns how many were read and the last id."""
-            state = window.state()
-            known, planted = state.df, state.planted
-            query = "SELECT id, terms, tokens FROM messages WHERE root_id IS NOT NULL AND id > ?"
-            params: list[object] = [after]
-            if ids is not None:
-                query += f" AND id {dialect.ids_clause}"
-                params.append(dialect.ids_param(ids))
-            query += " ORDER BY id" + (f" LIMIT {int(limit)}" if limit is not None else "")
-            read, last = 0, after
-            for message_id, terms, tokens in conn.execute(query, params):
-                read, last = read + 1, message_id
-                if message_id not in planted:  # graduated after our last reload: comes later
-                    continue
-                words = [t for t in terms.split(" ") if t in known] if terms else []
-                RecallIndex.add(recall, message_id, words, tokens)
-            return read, last
-
-        return load
-
     # -- save --------------------------------------------------------------------------------
     def save(self, conn: Connection, window: ContextWindow, rev: int) -> bool:
         """Write what changed in `window` since the last load/save; returns whether any did."""
@@ -482,7 +361,7 @@ class Mirror:
             return False
         conn.executemany(
             f"INSERT INTO roots ({', '.join(ROOT_COLUMNS)})"
-            f" VALUES ({', '.join('?' * len(ROOT_COLUMNS))})" + _replace(*ROOT_COLUMNS),
+            f" VALUES ({', '.join('?' * len(ROOT_COLUMNS))})" + upsert(*ROOT_COLUMNS),
             [(root, *self.roots[root], rev) for root, _ in changed],
         )
         conn.executemany("DELETE FROM roots WHERE id = ?", [(root,) for root in gone])
@@ -508,7 +387,7 @@ class Mirror:
         """How many of `root`'s first members are stored in place already. A topic's member list
         only ever grows at its end (attach, union), so a graduation into a 1,000-message topic
         writes its new members without rechecking the rest; the last one saved is checked."""
-        size = saved[_SIZE] if saved else 0
+        size = saved[SIZE_AT] if saved else 0
         assert isinstance(size, int)
         if 0 < size <= len(members) and self.placement.get(members[size - 1]) == (root, size - 1):
             return size
@@ -549,7 +428,7 @@ class Mirror:
         ]
         conn.executemany(
             "INSERT INTO doc_freq (term, df, idf, rev) VALUES (?, ?, ?, ?)"
-            + _replace("term", "df", "idf", "rev"),
+            + upsert("term", "df", "idf", "rev"),
             changed,
         )
         for t, count, weight, _ in changed:
@@ -571,11 +450,11 @@ class Mirror:
         pending = state.pending_terms
         if len(pending) == len(self.pending) and pending.keys() == self.pending:
             return False
-        added = [(m, _dumps(pending[m]), rev) for m in pending.keys() - self.pending]
+        added = [(m, dumps(pending[m]), rev) for m in pending.keys() - self.pending]
         gone = [(m,) for m in self.pending - pending.keys()]
         conn.executemany(
             "INSERT INTO pending (message_id, terms, rev) VALUES (?, ?, ?)"
-            + _replace("message_id", "terms", "rev"),
+            + upsert("message_id", "terms", "rev"),
             added,
         )
         conn.executemany("DELETE FROM pending WHERE message_id = ?", gone)
@@ -603,56 +482,3 @@ class Mirror:
             set_meta(conn, "fallback_summary", self.fallback)
             wrote = True
         return wrote
-
-
-class StoredRecall(RecallIndex):
-    """The engine's recall index over the stored terms, never built on the open path: upkeep
-    builds it in slices from the window's first rounds (`warm`), and a render that needs it
-    first builds the rest at once (at 100,000 messages the whole build held a window's first
-    question 0.6 s on a quiet machine, 3.5 s with a busy team)."""
-
-    def __init__(self, loader: RecallLoader) -> None:
-        super().__init__()
-        self._load = loader
-        self._built_to: int | None = 0  # graduated messages up to this id are in (None: all)
-
-    def warm(self, budget_seconds: float) -> bool:
-        deadline = time.perf_counter() + budget_seconds
-        while self._built_to is not None:  # a slice at least, however small the budget
-            read, last = self._load(self, None, self._built_to, RECALL_SLICE_ROWS)
-            self._built_to = last if read == RECALL_SLICE_ROWS else None
-            if time.perf_counter() > deadline:
-                break
-        return self._built_to is None
-
-    def ensure(self) -> None:
-        if self._built_to is not None:
-            self._load(self, None, self._built_to, None)
-            self._built_to = None
-
-    def planted_elsewhere(self, message_ids: list[int]) -> None:
-        """Another process graduated these messages: index those the build has passed (it
-        finds the others when it gets there)."""
-        built_to = self._built_to
-        passed = [m for m in message_ids if built_to is None or m <= built_to]
-        if passed:
-            self._load(self, passed, 0, None)
-
-    def add(self, message_id: int, terms: Iterable[str], tokens: int) -> None:
-        self.ensure()
-        super().add(message_id, terms, tokens)
-
-    def forget(self, message_ids: set[int]) -> None:
-        super().forget(message_ids)  # from what is built; the rest is built without them
-
-    def prune(self, known: Mapping[str, int]) -> None:
-        self.ensure()
-        super().prune(known)
-
-    def weights(self, query: Iterable[str], idf: Mapping[str, float]) -> dict[str, float]:
-        self.ensure()
-        return super().weights(query, idf)
-
-    def search(self, weights: Mapping[str, float], limit: int = 50) -> list[tuple[int, float]]:
-        self.ensure()
-        return super().search(weights, limit)

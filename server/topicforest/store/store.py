@@ -33,8 +33,9 @@ from topicforest.engine.window import ContextWindow
 from topicforest.store.backend import Backend, Connection
 from topicforest.store.errors import ForeignThread, StoreError
 from topicforest.store.paths import store_path
+from topicforest.store.records import MESSAGE_COLUMNS, row_to_message, set_meta
 from topicforest.store.sqlite import SqliteBackend
-from topicforest.store.state import MESSAGE_COLUMNS, Mirror, row_to_message, set_meta
+from topicforest.store.state import Mirror
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
