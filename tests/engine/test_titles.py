@@ -42,14 +42,16 @@ def test_a_title_line_is_read_and_kept_out_of_the_summary() -> None:
     assert summary_body("I asked you ...") == "I asked you ..."
 
 
-def replay_sample(window: ContextWindow) -> None:
+def replay_sample(window: ContextWindow, *, key_lines: bool = True) -> None:
+    """The sample replayed and settled; `key_lines`: key-line upkeep has collected it all."""
     for message in json.loads(SAMPLE.read_text())["messages"]:
         window.append("chat", message["role"], message["content"], timestamp=message["index"])
         window.graduate()
         window.refine(budget_seconds=math.inf)
     window.flush_thread("chat")
     window.refine(budget_seconds=math.inf, settle=True)
-    window.prepare_key_lines(budget_seconds=math.inf)
+    if key_lines:
+        window.prepare_key_lines(budget_seconds=math.inf)
 
 
 async def test_the_summary_model_titles_the_topic_in_the_same_call(stub_env: None) -> None:
@@ -154,21 +156,28 @@ def test_a_title_loses_only_the_quotes_wrapped_around_all_of_it() -> None:
     )
 
 
+def one_topic(texts: list[str]) -> tuple[ContextWindow, int, Counter[str]]:
+    """A window holding `texts` (user and assistant in turn) as one topic, that topic, and the
+    phrases its messages say."""
+    window = ContextWindow(WindowConfig(history_budget=256))
+    for i, text in enumerate(texts):
+        window.append("t", "user" if i % 2 == 0 else "assistant", text, timestamp=i)
+    window.flush_thread("t")
+    (root,) = window.forest.live_roots()
+    return window, root, Counter(phrase for text in texts for phrase in phrases(text))
+
+
 def test_an_offline_title_is_a_phrase_naming_a_thing_not_a_filler_one() -> None:
     """Offline titles read "Per frame · bindless.cpp", "Every hour · …", "Deployment goes · …":
-    a title phrase has no joining or counting word, and ends in a word the topic uses as a noun."""
+    a title phrase has no joining or counting word, and one ending in a word the topic uses as a
+    noun is preferred."""
     texts = [
         "Every frame allocates per frame scratch memory, and the deployment goes out per frame.",
         "Make the frame arena 16 MiB per frame; the deployment goes through the arena.",
         "The deployment goes fine now: the frame arena is reset per frame.",
         "Per frame the deployment goes quiet; deployment goes wrong when it overflows.",
     ]
-    window = ContextWindow(WindowConfig(history_budget=256))
-    for i, text in enumerate(texts):
-        window.append("t", "user" if i % 2 == 0 else "assistant", text, timestamp=i)
-    window.flush_thread("t")
-    (root,) = window.forest.live_roots()
-    said = Counter(phrase for text in texts for phrase in phrases(text))
+    window, root, said = one_topic(texts)
     assert said["per frame"] == 0 and said["deployment goes"] == 4  # said, but "goes" is no noun
     assert window.titles.best_phrase(said, window.index[root].terms) == "frame arena"
 
@@ -181,13 +190,8 @@ def test_an_offline_title_names_a_file_before_a_folder_like_path() -> None:
         "Keep `{wide_bar:.cyan/blue}` for the progress bar; cyan/blue reads well on dark themes.",
         "The progress bar colours stay cyan/blue.",
     ]
-    window = ContextWindow(WindowConfig(history_budget=256))
-    for i, text in enumerate(texts):
-        window.append("t", "user" if i % 2 == 0 else "assistant", text, timestamp=i)
-    window.flush_thread("t")
-    (root,) = window.forest.live_roots()
+    window, root, said = one_topic(texts)
     assert window.index[root].files.most_common(1)[0][0].endswith("cyan/blue")  # said most
-    said = Counter(phrase for text in texts for phrase in phrases(text))
     assert window.titles.offline(root, said) == "Progress bar · progress.rs"
 
 
@@ -198,14 +202,7 @@ async def test_an_offline_title_does_not_depend_on_how_far_key_line_upkeep_got()
     titles = []
     for collect_first in (True, False):
         window = ContextWindow(WindowConfig(history_budget=2048))
-        for message in json.loads(SAMPLE.read_text())["messages"]:
-            window.append("chat", message["role"], message["content"], timestamp=message["index"])
-            window.graduate()
-            window.refine(budget_seconds=math.inf)
-        window.flush_thread("chat")
-        window.refine(budget_seconds=math.inf, settle=True)
-        if collect_first:
-            window.prepare_key_lines(budget_seconds=math.inf)
+        replay_sample(window, key_lines=collect_first)
         await resolve_all(window, ExtractiveSummarizer())
         titles.append(sorted(window.title(r) for r in window.forest.live_roots()))
     assert titles[0] == titles[1]
