@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import posixpath
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
@@ -22,6 +22,7 @@ from topicforest.engine.centroids import CentroidIndex
 from topicforest.engine.config import WindowConfig
 from topicforest.engine.embedding import Embedder, norm_sq
 from topicforest.engine.forest import Forest
+from topicforest.engine.hot_zone import MESSAGE_OVERHEAD, pack_hot, yield_to_question
 from topicforest.engine.keylines import KeyLine
 from topicforest.engine.messages import Message, MessageLog
 from topicforest.engine.recall import RecallIndex
@@ -30,9 +31,8 @@ from topicforest.engine.render_recall import Recalled, recall_exchanges
 from topicforest.engine.state import Summary
 from topicforest.engine.summarize.base import quote, quote_message, summary_body
 from topicforest.engine.summarize.extractive import Digest
-from topicforest.engine.tokens import TokenCounter
+from topicforest.engine.tokens import TokenCounter, truncate
 
-MESSAGE_OVERHEAD = 4  # tokens a chat API spends per message on role and separators
 MIN_RAW_SHARE = 48
 MIN_SUMMARY_ROOM = 24  # below this a cut summary says nothing useful
 MIN_FALLBACK_ROOM = 64
@@ -141,20 +141,6 @@ def sanitize_line(text: str, limit: int = 120) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def truncate(text: str, max_tokens: int, count: TokenCounter) -> str:
-    """Longest prefix of `text` (plus an ellipsis) within `max_tokens`."""
-    if count(text) <= max_tokens:
-        return text
-    lo, hi = 0, len(text)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if count(text[:mid] + " …") <= max_tokens:
-            lo = mid
-        else:
-            hi = mid - 1
-    return text[:lo] + " …" if lo else ""
-
-
 def render(
     window: RenderSource,
     *,
@@ -196,7 +182,12 @@ def _render(
     zone = window.hot_messages(thread_id) if thread_id else []
     if upto is not None:
         zone = [m for m in zone if m.id <= upto]
-    hot, hot_used = _pack_hot(zone, budget, count)
+    hot, hot_used = pack_hot(zone, budget, count)
+    asked = window.recall.weights(qvec, window.embedder.idf) if qvec else {}
+    best = window.recall.search(asked, limit=1) if asked else []
+    if best:  # the question reaches back: unrelated hot exchanges give it their room
+        joins = _joins_topic_of(window, best[0][0])
+        hot, hot_used = yield_to_question(hot, hot_used, asked, count, joins)
 
     header_cost = count(MEMORY_HEADER) + MESSAGE_OVERHEAD
     space = budget - hot_used - header_cost
@@ -282,26 +273,14 @@ def _total(messages: list[dict[str, str]], count: TokenCounter) -> int:
     return sum(count(m["content"]) + MESSAGE_OVERHEAD for m in messages)
 
 
-def _pack_hot(
-    zone: list[Message], budget: int, count: TokenCounter
-) -> tuple[list[tuple[Message, str]], int]:
-    """Newest hot messages that fit; the newest alone is truncated if it is bigger than all."""
-    kept: list[tuple[Message, str]] = []
-    used = 0
-    for message in reversed(zone):
-        cost = message.tokens + MESSAGE_OVERHEAD
-        if used + cost <= budget:
-            kept.append((message, message.content))
-            used += cost
-            continue
-        if not kept:
-            text = truncate(message.content, budget - used - MESSAGE_OVERHEAD - 1, count)
-            if text:
-                kept.append((message, text))
-                used += count(text) + MESSAGE_OVERHEAD
-        break
-    kept.reverse()
-    return kept, used
+def _joins_topic_of(window: RenderSource, message_id: int) -> Callable[[Mapping[str, int]], bool]:
+    """Whether terms are alike enough to join the topic holding `message_id` (as a graduating
+    exchange would: `merge_threshold`)."""
+    root = window.forest.find(message_id) if message_id in window.forest else None
+    if root is None or root not in window.index.centroids:
+        return lambda terms: False
+    idf, least = window.embedder.idf, window.config.merge_threshold
+    return lambda terms: window.index.similarity(root, terms, norm_sq(terms, idf)) >= least
 
 
 def rank_topics(

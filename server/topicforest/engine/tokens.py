@@ -34,3 +34,17 @@ def litellm_counter(model: str) -> Callable[[str], int]:
         return int(litellm.token_counter(model=model, text=text))
 
     return count
+
+
+def truncate(text: str, max_tokens: int, count: TokenCounter) -> str:
+    """Longest prefix of `text` (plus an ellipsis) within `max_tokens`."""
+    if count(text) <= max_tokens:
+        return text
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count(text[:mid] + " …") <= max_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo] + " …" if lo else ""

@@ -23,8 +23,9 @@ import time
 from dataclasses import dataclass, field
 
 from topicforest.engine.config import WindowConfig
+from topicforest.engine.hot_zone import MESSAGE_OVERHEAD
 from topicforest.engine.messages import Message
-from topicforest.engine.render import MESSAGE_OVERHEAD, RenderedContext
+from topicforest.engine.render import RenderedContext
 from topicforest.engine.resolver import resolve_round
 from topicforest.engine.summarize.base import Summarizer, SummaryRequest, SummaryResult
 from topicforest.engine.summarize.flat import summarize_flat

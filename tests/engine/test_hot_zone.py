@@ -1,0 +1,103 @@
+"""The hot zone in a render: a question that reaches back to older work gets the room of the
+hot zone's oldest exchanges that have nothing to do with it; the rest stays verbatim."""
+
+from __future__ import annotations
+
+from topicforest.engine import ContextWindow, WindowConfig
+from topicforest.engine.hot_zone import yield_to_question
+from topicforest.engine.messages import Message
+from topicforest.engine.tokens import estimate_tokens
+
+OLD_WORK = [
+    (
+        "How do we rotate the Grafana admin password?",
+        "Run `grafana-cli admin reset-admin-password`"
+        " on the grafana pod; the vault path is `secret/ops/grafana`.",
+    ),
+    (
+        "And where does the Grafana dashboard JSON live?",
+        "Under `ops/grafana/dashboards/`, one file per dashboard, provisioned by the sidecar.",
+    ),
+]
+HOT_WORK = [
+    (
+        "The webpack build of the storefront is slow again",
+        "Turn on `cache: { type: 'filesystem' }` in webpack.config.js so rebuilds reuse modules.",
+    ),
+    (
+        "Now the storefront bundle is 2 MB",
+        "Split vendor chunks with `splitChunks` and lazy-load the checkout route.",
+    ),
+]
+QUESTION = "What was the vault path for the Grafana admin password?"
+
+
+def replayed(budget: int = 700) -> ContextWindow:
+    window = ContextWindow(WindowConfig(history_budget=budget))
+    for question, answer in OLD_WORK:
+        window.append("t", "user", question)
+        window.append("t", "assistant", answer)
+    window.flush_thread("t")
+    for question, answer in HOT_WORK:
+        window.append("t", "user", question)
+        window.append("t", "assistant", answer)
+    return window
+
+
+def test_a_question_that_reaches_back_takes_the_room_of_unrelated_hot_exchanges() -> None:
+    window = replayed()
+    hot = window.hot_messages("t")
+    assert len(hot) == 4  # both storefront exchanges are hot
+    asked = window.render(query=QUESTION, thread_id="t")
+    assert asked.hot_message_ids == [m.id for m in hot[2:]]  # the newest exchange stays
+    assert "secret/ops/grafana" in asked.text()
+    # without a question, or with one about the hot work, the hot zone is whole
+    assert window.render(thread_id="t").hot_message_ids == [m.id for m in hot]
+    about_hot = window.render(query="Why is the webpack storefront build slow?", thread_id="t")
+    assert about_hot.hot_message_ids == [m.id for m in hot]
+
+
+def message(id_: int, role: str, text: str) -> Message:
+    return Message(id_, "t", role, text, 0.0, estimate_tokens(text))
+
+
+def packed(*turns: tuple[str, str]) -> list[tuple[Message, str]]:
+    return [(message(i, role, text), text) for i, (role, text) in enumerate(turns)]
+
+
+def kept(hot: list[tuple[Message, str]], joins: bool = False) -> list[int]:
+    weights = {"grafana": 3.0, "vault": 4.0, "password": 2.5}
+    used = sum(m.tokens + 4 for m, _ in hot)
+    rest, left = yield_to_question(hot, used, weights, estimate_tokens, lambda terms: joins)
+    assert left == sum(m.tokens + 4 for m, _ in rest)
+    return [m.id for m, _ in rest]
+
+
+def test_the_oldest_unrelated_exchanges_yield_up_to_the_first_that_bears_on_the_question() -> None:
+    hot = packed(
+        ("user", "the webpack build is slow"),
+        ("assistant", "use the filesystem cache"),
+        ("user", "where is the vault?"),
+        ("assistant", "in ops"),
+        ("user", "and the bundle size?"),
+        ("assistant", "split chunks"),
+        ("user", "thanks, and lint?"),
+        ("assistant", "run eslint"),
+    )
+    # the vault exchange bears on the question: it and everything after it stay
+    assert kept(hot) == [2, 3, 4, 5, 6, 7]
+    # an exchange that would join the recalled topic stays too
+    assert kept(hot, joins=True) == list(range(8))
+
+
+def test_the_exchange_a_follow_up_question_answers_stays() -> None:
+    follow_up = packed(
+        ("user", "the webpack build is slow"),
+        ("assistant", "use the filesystem cache"),
+        ("user", "and the bundle size?"),
+        ("assistant", "split chunks"),
+        ("user", "what about the vault password?"),  # being asked: no reply yet
+    )
+    assert kept(follow_up) == [2, 3, 4]
+    # the newest exchange with a reply stays even when nothing bears on the question
+    assert kept(packed(("user", "lint?"), ("assistant", "run eslint"))) == [0, 1]
