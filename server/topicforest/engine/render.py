@@ -27,7 +27,7 @@ from topicforest.engine.keylines import KeyLine
 from topicforest.engine.messages import Message, MessageLog
 from topicforest.engine.recall import RecallIndex
 from topicforest.engine.render_expanded import expanded_block
-from topicforest.engine.render_recall import Recalled, recall_exchanges
+from topicforest.engine.render_recall import Recalled, recall_exchanges, recall_hits
 from topicforest.engine.state import Summary
 from topicforest.engine.summarize.base import quote, quote_message, summary_body
 from topicforest.engine.summarize.extractive import Digest
@@ -183,11 +183,10 @@ def _render(
     if upto is not None:
         zone = [m for m in zone if m.id <= upto]
     hot, hot_used = pack_hot(zone, budget, count)
-    asked = window.recall.weights(qvec, window.embedder.idf) if qvec else {}
-    best = window.recall.search(asked, limit=1) if asked else []
-    if best:  # the question reaches back: unrelated hot exchanges give it their room
-        joins = _joins_topic_of(window, best[0][0])
-        hot, hot_used = yield_to_question(hot, hot_used, asked, count, joins)
+    recall = recall_hits(window, qvec)
+    if recall.best is not None:  # the question reaches back: unrelated hot exchanges yield
+        joins = _joins_topic_of(window, recall.best)
+        hot, hot_used = yield_to_question(hot, hot_used, recall.weights, count, joins)
 
     header_cost = count(MEMORY_HEADER) + MESSAGE_OVERHEAD
     space = budget - hot_used - header_cost
@@ -204,7 +203,7 @@ def _render(
         if root not in window.expanded and window.is_dirty(root)
         for m in _quotable(window.uncovered(root), space)
     ]
-    recalled = recall_exchanges(window, qvec, int(space * RECALL_SHARE), quotable)
+    recalled = recall_exchanges(window, recall, int(space * RECALL_SHARE), quotable)
     # A topic's share of what is left grows with the square root of its size (big topics hold
     # more facts, small ones still get a line) and with its relevance to the query.
     weights = [
@@ -276,8 +275,8 @@ def _total(messages: list[dict[str, str]], count: TokenCounter) -> int:
 def _joins_topic_of(window: RenderSource, message_id: int) -> Callable[[Mapping[str, int]], bool]:
     """Whether terms are alike enough to join the topic holding `message_id` (as a graduating
     exchange would: `merge_threshold`)."""
-    root = window.forest.find(message_id) if message_id in window.forest else None
-    if root is None or root not in window.index.centroids:
+    root = window.forest.find(message_id)
+    if root not in window.index.centroids:
         return lambda terms: False
     idf, least = window.embedder.idf, window.config.merge_threshold
     return lambda terms: window.index.similarity(root, terms, norm_sq(terms, idf)) >= least

@@ -26,31 +26,51 @@ MIN_EXCERPT = 24
 
 
 @dataclass(frozen=True)
+class Recall:
+    weights: dict[str, float]  # the question's terms by weight (`RecallIndex.weights`)
+    hits: dict[int, float]  # message id -> score, best first
+
+    @property
+    def best(self) -> int | None:
+        return next(iter(self.hits), None)
+
+
+@dataclass(frozen=True)
 class Recalled:
     message_id: int
     line: str  # the quoted message as rendered
     tokens: int
 
 
-def recall_exchanges(
-    window: RenderSource, qvec: Counter[str], room: int, also: list[int]
-) -> dict[int, list[Recalled]]:
-    """The exchanges most relevant to the query, by topic, within `room` tokens (the messages
-    `also` are read with theirs).
-
-    A question and its answer are found together (the question names what was asked, the
-    answer holds the fact) and ranked by their summed scores. The best exchange gets the
-    largest share of the room; a message longer than its share comes back as an excerpt: the
-    passages that match, with their file."""
-    forest, log = window.forest, window.log
-    weights = window.recall.weights(qvec, window.embedder.idf) if qvec and room > 0 else {}
-    scores = {
+def recall_hits(window: RenderSource, qvec: Counter[str]) -> Recall:
+    """The question's weights and the graduated messages that match it, best first (not in a
+    dropped topic, nor in an expanded one: that shows its originals anyway)."""
+    if not qvec:
+        return Recall({}, {})
+    forest = window.forest
+    weights = window.recall.weights(qvec, window.embedder.idf)
+    hits = {
         message_id: score
         for message_id, score in window.recall.search(weights)
         if message_id in forest
         and not forest.root(forest.find(message_id)).dropped
         and forest.find(message_id) not in window.expanded
     }
+    return Recall(weights, hits)
+
+
+def recall_exchanges(
+    window: RenderSource, recall: Recall, room: int, also: list[int]
+) -> dict[int, list[Recalled]]:
+    """The exchanges of `recall`'s hits most relevant to the query, by topic, within `room`
+    tokens (the messages `also` are read with theirs).
+
+    A question and its answer are found together (the question names what was asked, the
+    answer holds the fact) and ranked by their summed scores. The best exchange gets the
+    largest share of the room; a message longer than its share comes back as an excerpt: the
+    passages that match, with their file."""
+    forest, log = window.forest, window.log
+    scores = recall.hits if room > 0 else {}
     # Each hit's exchange: a reply's question is the message before it, a question's reply the
     # one after (same thread, both graduated); one fetch for hits, neighbours and `also`.
     wanted = {n for m in scores for n in (m - 1, m, m + 1) if n in forest}
@@ -78,7 +98,7 @@ def recall_exchanges(
                 pair.append(after)
             exchanges[key] = pair
         totals[key] = totals.get(key, 0.0) + score
-    query_stems = stem_weights(weights)
+    query_stems = stem_weights(recall.weights)
     chosen: dict[int, list[Recalled]] = {}
     used = 0
     ranked = sorted(totals.items(), key=lambda kv: -kv[1])
