@@ -101,3 +101,12 @@ def test_the_exchange_a_follow_up_question_answers_stays() -> None:
     assert kept(follow_up) == [2, 3, 4]
     # the newest exchange with a reply stays even when nothing bears on the question
     assert kept(packed(("user", "lint?"), ("assistant", "run eslint"))) == [0, 1]
+
+
+def test_a_reply_whose_question_was_left_out_yields_like_an_exchange() -> None:
+    opens_with_a_reply = packed(
+        ("assistant", "use the filesystem cache"),  # its question did not fit
+        ("user", "and the bundle size?"),
+        ("assistant", "split chunks"),
+    )
+    assert kept(opens_with_a_reply) == [1, 2]

@@ -60,15 +60,15 @@ def yield_to_question(
     top = max(weights.values(), default=0.0)
     if top <= 0:
         return hot, used
-    starts = [i for i, (m, _) in enumerate(hot) if m.role == "user"] + [len(hot)]
-    # the last exchange with a reply: the zone may end with the question being asked
-    last = len(starts) - 2
-    if last >= 0 and starts[last + 1] - starts[last] == 1 and hot[-1][0].role == "user":
-        last -= 1
+    # where each exchange starts (the zone may open with the reply to a question left out)
+    starts = [i for i, (m, _) in enumerate(hot) if i == 0 or m.role == "user"] + [len(hot)]
+    last = len(starts) - 2  # the newest exchange with a reply stays ...
+    if last > 0 and starts[last + 1] - starts[last] == 1 and hot[-1][0].role == "user":
+        last -= 1  # ... and so does the question being asked after it
     cut = 0
     for begin, end in pairwise(starts[: last + 1]):
         exchange = hot[begin:end]
-        if begin != cut or _bears_on(exchange, weights, BEARING_SHARE * top, joins_recalled):
+        if _bears_on(exchange, weights, BEARING_SHARE * top, joins_recalled):
             break
         used -= sum(count(text) + MESSAGE_OVERHEAD for _, text in exchange)
         cut = end
