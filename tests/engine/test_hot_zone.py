@@ -57,6 +57,16 @@ def test_a_question_that_reaches_back_takes_the_room_of_unrelated_hot_exchanges(
     assert about_hot.hot_message_ids == [m.id for m in hot]
 
 
+def test_in_a_chat_turn_the_question_and_the_exchange_it_follows_stay() -> None:
+    window = replayed()
+    question = window.append("t", "user", QUESTION)  # a turn stores the question, then renders
+    hot = window.hot_messages("t")
+    asked = window.render(query=QUESTION, thread_id="t")
+    assert asked.hot_message_ids == [m.id for m in hot[2:]]
+    assert asked.hot_message_ids[-1] == question.id
+    assert "secret/ops/grafana" in asked.text()
+
+
 def message(id_: int, role: str, text: str) -> Message:
     return Message(id_, "t", role, text, 0.0, estimate_tokens(text))
 

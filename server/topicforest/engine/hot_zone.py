@@ -87,7 +87,7 @@ def _bears_on(
     return any(weights.get(term, 0.0) >= least for term in terms) or joins_recalled(terms)
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=128)  # a few threads' hot zones (the texts it keeps are up to 200,000 chars)
 def _terms(text: str) -> Counter[str]:
     """A hot message's terms (it is looked at on every turn until it graduates)."""
     return extract_terms(text)
