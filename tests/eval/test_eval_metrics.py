@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
@@ -16,6 +18,9 @@ from topicforest.eval.metrics import (
     purity,
     shows_only_old,
 )
+from topicforest.eval.quick import input_ratio
+from topicforest.eval.run import ConversationResult
+from topicforest.eval.systems import Cost
 
 
 def test_purity_known_values() -> None:
@@ -114,3 +119,13 @@ def test_a_fact_whose_strings_are_not_in_its_message_is_rejected() -> None:
     raw["messages"][0]["index"] = 3  # type: ignore[index]
     with pytest.raises(DatasetError, match=r"messages\[0\]: index must be 0"):
         parse_conversation(raw, "x.json")
+
+
+def test_no_summarizer_input_ratio_against_a_system_that_summarized_nothing() -> None:
+    def result(forest: int, flat: int) -> ConversationResult:
+        cost = {"forest": Cost(input_tokens=forest), "flat": Cost(input_tokens=flat)}
+        return cast(ConversationResult, SimpleNamespace(cost=cost))
+
+    assert input_ratio(result(300, 600), "flat") == 0.5
+    # at a large budget flat's history may fit: the table showed 2087.00× (tokens / 1)
+    assert input_ratio(result(2087, 0), "flat") is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterable
 
 from topicforest.eval.run import ConversationResult, Evaluation
 from topicforest.eval.scores import pct, pooled_ari, pooled_purity, rate, worst
@@ -13,9 +14,15 @@ def largest_share(c: ConversationResult) -> float:
     return max((t.messages for t in c.topics), default=0) / max(1, c.messages)
 
 
-def input_ratio(c: ConversationResult, other: str) -> float:
-    """Topic Forest's summarizer input tokens per token of `other`'s."""
-    return c.cost["forest"].input_tokens / max(1, c.cost[other].input_tokens)
+def input_ratio(c: ConversationResult, other: str) -> float | None:
+    """Topic Forest's summarizer input tokens per token of `other`'s; None if `other`
+    summarized nothing (at a large budget flat's history may fit: no ratio to speak of)."""
+    theirs = c.cost[other].input_tokens
+    return c.cost["forest"].input_tokens / theirs if theirs else None
+
+
+def _highest(ratios: Iterable[float | None]) -> float | None:
+    return max((r for r in ratios if r is not None), default=None)
 
 
 def dev_lines(evaluation: Evaluation) -> list[str]:
@@ -32,13 +39,15 @@ def dev_lines(evaluation: Evaluation) -> list[str]:
     def row(name: str, cells: list[str]) -> str:
         return f"{name:24}" + "".join(f"{x:>10}" for x in cells)
 
-    def cells(kept_rates: list[float], purity: float, ari: float, ratios: list[float]) -> list[str]:
+    def cells(
+        kept_rates: list[float], purity: float, ari: float, ratios: list[float | None], share: float
+    ) -> list[str]:
         return [
             *(f"{100 * r:.0f}%" for r in kept_rates),
             f"{purity:.2f}",
             f"{ari:.2f}",
-            *(f"{r:.2f}×" for r in ratios[:-1]),
-            f"{100 * ratios[-1]:.0f}%",
+            *("–" if r is None else f"{r:.2f}×" for r in ratios),
+            f"{100 * share:.0f}%",
         ]
 
     lines = [
@@ -48,19 +57,24 @@ def dev_lines(evaluation: Evaluation) -> list[str]:
         row("conversation", head),
     ]
     for c in convs:
-        ratios = [input_ratio(c, o) for o in others] + [largest_share(c)]
+        ratios = [input_ratio(c, o) for o in others]
         rates = [rate(c.survival(s)) for s in kept]
-        lines.append(row(c.id, cells(rates, c.clustering.purity, c.clustering.ari, ratios)))
+        clustering = c.clustering
+        lines.append(
+            row(c.id, cells(rates, clustering.purity, clustering.ari, ratios, largest_share(c)))
+        )
     forest_in = evaluation.cost("forest").input_tokens
     shares = [largest_share(c) for c in convs]
-    pooled = [forest_in / max(1, evaluation.cost(o).input_tokens) for o in others]
+    theirs = [evaluation.cost(o).input_tokens for o in others]
+    pooled = [forest_in / t if t else None for t in theirs]
     rates = [rate(evaluation.survival(s)) for s in kept]
     purity, ari = pooled_purity(evaluation), pooled_ari(evaluation)
-    lines.append(row("pooled", cells(rates, purity, ari, [*pooled, statistics.median(shares)])))
+    lines.append(row("pooled", cells(rates, purity, ari, pooled, statistics.median(shares))))
     lows = [rate(worst(evaluation, s).survival(s)) for s in kept]
-    highs = [max(input_ratio(c, o) for c in convs) for o in others] + [max(shares)]
+    highs = [_highest(input_ratio(c, o) for c in convs) for o in others]
     purity = min(c.clustering.purity for c in convs)
-    lines.append(row("worst", cells(lows, purity, min(c.clustering.ari for c in convs), highs)))
+    worst_ari = min(c.clustering.ari for c in convs)
+    lines.append(row("worst", cells(lows, purity, worst_ari, highs, max(shares))))
     lines += [
         "(pooled largest: the median conversation; worst in/…, largest: the highest)",
         "pooled: " + "; ".join(f"{names[s]} {pct(*evaluation.survival(s))}" for s in kept),
