@@ -75,6 +75,10 @@ def packed(*turns: tuple[str, str]) -> list[tuple[Message, str]]:
     return [(message(i, role, text), text) for i, (role, text) in enumerate(turns)]
 
 
+WEBPACK = (("user", "the webpack build is slow"), ("assistant", "use the filesystem cache"))
+BUNDLE = (("user", "and the bundle size?"), ("assistant", "split chunks"))
+
+
 def kept(hot: list[tuple[Message, str]], joins: bool = False) -> list[int]:
     weights = {"grafana": 3.0, "vault": 4.0, "password": 2.5}
     used = sum(m.tokens + 4 for m, _ in hot)
@@ -84,15 +88,9 @@ def kept(hot: list[tuple[Message, str]], joins: bool = False) -> list[int]:
 
 
 def test_the_oldest_unrelated_exchanges_yield_up_to_the_first_that_bears_on_the_question() -> None:
+    vault = (("user", "where is the vault?"), ("assistant", "in ops"))
     hot = packed(
-        ("user", "the webpack build is slow"),
-        ("assistant", "use the filesystem cache"),
-        ("user", "where is the vault?"),
-        ("assistant", "in ops"),
-        ("user", "and the bundle size?"),
-        ("assistant", "split chunks"),
-        ("user", "thanks, and lint?"),
-        ("assistant", "run eslint"),
+        *WEBPACK, *vault, *BUNDLE, ("user", "thanks, and lint?"), ("assistant", "run eslint")
     )
     # the vault exchange bears on the question: it and everything after it stay
     assert kept(hot) == [2, 3, 4, 5, 6, 7]
@@ -102,21 +100,13 @@ def test_the_oldest_unrelated_exchanges_yield_up_to_the_first_that_bears_on_the_
 
 def test_the_exchange_a_follow_up_question_answers_stays() -> None:
     follow_up = packed(
-        ("user", "the webpack build is slow"),
-        ("assistant", "use the filesystem cache"),
-        ("user", "and the bundle size?"),
-        ("assistant", "split chunks"),
-        ("user", "what about the vault password?"),  # being asked: no reply yet
-    )
+        *WEBPACK, *BUNDLE, ("user", "what about the vault password?")
+    )  # no reply yet
     assert kept(follow_up) == [2, 3, 4]
     # the newest exchange with a reply stays even when nothing bears on the question
     assert kept(packed(("user", "lint?"), ("assistant", "run eslint"))) == [0, 1]
 
 
 def test_a_reply_whose_question_was_left_out_yields_like_an_exchange() -> None:
-    opens_with_a_reply = packed(
-        ("assistant", "use the filesystem cache"),  # its question did not fit
-        ("user", "and the bundle size?"),
-        ("assistant", "split chunks"),
-    )
+    opens_with_a_reply = packed(WEBPACK[1], *BUNDLE)  # the reply's question did not fit
     assert kept(opens_with_a_reply) == [1, 2]
