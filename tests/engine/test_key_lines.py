@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from topicforest.engine import ContextWindow, Message, WindowConfig
-from topicforest.engine.keylines import KeyLineState, pick, rank
+from topicforest.engine.keylines import KeyLineState, key_lines, pick, rank
 from topicforest.engine.tokens import estimate_tokens
 
 from .helpers import TOPICS, CountingLog, exchange
@@ -115,3 +115,20 @@ def test_a_key_line_another_topic_shows_is_not_shown_again() -> None:
     assert [line.text for line in pick(ranking, everything, said=shown)] == [
         "The gateway listens on port 8443."
     ]
+
+
+def test_a_path_named_in_prose_is_a_key_line_of_its_own() -> None:
+    path = "src/vs/workbench/browser/parts/editor/tabsTitleControl.ts"
+    text = (
+        f"I noticed the tab title logic in {path} seems to assume one tab per group, and that the"
+        " editor group view redraws the whole title area whenever any tab in it changes, which is"
+        " why dragging a tab out of the window flickers. Also see app.ts for the entry point.\n\n"
+        "```ts\nimport { x } from 'src/vs/base/common/lifecycle.ts';\n```"
+    )
+    message = Message(1, "t", "user", text, 0.0, estimate_tokens(text))
+    lines = [line.text for line in key_lines(message)]
+    assert lines == [path]  # once; not the folderless `app.ts`, nor a path inside code
+    # with no question, the path can be shown: its sentence (long, no value) never could be
+    state = collected([message])
+    ranking = rank(state.lines, {}, estimate_tokens)
+    assert [line.text for line in pick(ranking, 64)] == [path]

@@ -19,7 +19,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from topicforest.engine.embedding import STOPWORDS, extract_terms
+from topicforest.engine.embedding import STOPWORDS, extract_terms, is_file_path
 from topicforest.engine.forest import list_changes
 from topicforest.engine.messages import Message
 from topicforest.engine.passages import VALUE, split_passages
@@ -118,25 +118,46 @@ def states_a_value(text: str) -> bool:
 
 
 def key_lines(message: Message) -> list[KeyLine]:
-    """The lines of one message that state a value, trimmed."""
+    """The lines of one message that state a value, trimmed; and the file paths its other
+    prose names, each as a line of its own (where a file lives is a fact asked about again,
+    and a long sentence, or one that states no value, is never a key line itself)."""
     out: list[KeyLine] = []
+    paths: set[str] = set()
+    assistant = message.role != "user"
     for position, passage in enumerate(split_passages(message.content)):
         text = _SPACES.sub(" ", _COMMENT.sub("", passage.text)).strip()
-        if not text or len(text) > MAX_LINE_CHARS or not states_a_value(text):
+        if not text:
             continue
-        setting = _SETTING.match(text)
-        out.append(
-            KeyLine(
-                text=text,
-                message_id=message.id,
-                position=position,
-                assistant=message.role != "user",
-                names=len(set(entities(text))),
-                terms=tuple(extract_terms(text)),
-                setting=setting.group(1).lower() if setting else None,
+        if len(text) <= MAX_LINE_CHARS and states_a_value(text):
+            setting = _SETTING.match(text)
+            out.append(
+                KeyLine(
+                    text=text,
+                    message_id=message.id,
+                    position=position,
+                    assistant=assistant,
+                    names=len(set(entities(text))),
+                    terms=tuple(extract_terms(text)),
+                    setting=setting.group(1).lower() if setting else None,
+                )
             )
-        )
+        elif not passage.code:
+            for path in _folder_paths(text, paths):
+                terms = tuple(extract_terms(path))
+                out.append(KeyLine(path, message.id, position, assistant, 1, terms, None))
     return out
+
+
+def _folder_paths(text: str, seen: set[str]) -> list[str]:
+    """The paths with a folder (`src/vs/editor/tabs.ts`, not `tabs.ts`: a name alone is in the
+    title and summary already) that `text` names and `seen` does not hold yet; adds them."""
+    found = [
+        name
+        for name in dict.fromkeys(entities(text))
+        if "/" in name and name not in seen and is_file_path(name)
+    ]
+    seen.update(found)
+    return found
 
 
 @dataclass
