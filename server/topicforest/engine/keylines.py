@@ -3,9 +3,10 @@
 A summary capped near a fifth of its input drops most facts, and without a question nothing brings
 them back. So besides its summary a topic shows its key lines: short lines and sentences of its
 original messages that state a value (a setting, a version, a port, a flag, a path, a number),
-and the file paths their prose names (`src/vs/editor/tabs.ts` from a long sentence), preferring the assistant's (where decisions and code land), rare words, many named things and
-later messages (a value may have been changed since), at the best worth per token. Trailing
-comments and runs of spaces are trimmed; a setting stated again later replaces the earlier line.
+and the file paths their prose names (`src/vs/editor/tabs.ts` from a long sentence), preferring
+the assistant's (where decisions and code land), rare words, many named things and later
+messages (a value may have been changed since), at the best worth per token. Trailing comments
+and runs of spaces are trimmed; a setting stated again later replaces the earlier line.
 """
 
 from __future__ import annotations
