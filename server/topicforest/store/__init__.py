@@ -2,8 +2,10 @@
 
 from topicforest.store.errors import StoreError
 from topicforest.store.lease import Lease
+from topicforest.store.message_logs import SqliteMessageLog
 from topicforest.store.paths import default_store_dir, store_path, workspace_key
-from topicforest.store.store import SqliteMessageLog, Store, StoredWindow, ThreadRow
+from topicforest.store.store import Store, ThreadRow
+from topicforest.store.stored_window import StoredWindow
 
 __all__ = [
     "Lease",

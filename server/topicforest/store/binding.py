@@ -22,7 +22,8 @@ from topicforest.engine.messages import Message
 from topicforest.engine.tokens import TokenCounter, estimate_tokens
 from topicforest.store.errors import StoreError
 from topicforest.store.readonly import open_readonly
-from topicforest.store.store import Store, StoredWindow, ThreadRow
+from topicforest.store.store import Store, ThreadRow
+from topicforest.store.stored_window import StoredWindow
 from topicforest.store.watcher import Quiet, watch_store
 
 log = logging.getLogger(__name__)
