@@ -82,7 +82,7 @@ BUNDLE = (("user", "and the bundle size?"), ("assistant", "split chunks"))
 def kept(hot: list[tuple[Message, str]], joins: bool = False) -> list[int]:
     weights = {"grafana": 3.0, "vault": 4.0, "password": 2.5}
     used = sum(m.tokens + 4 for m, _ in hot)
-    rest, left = yield_to_question(hot, used, weights, estimate_tokens, lambda terms: joins)
+    rest, left = yield_to_question(hot, used, weights, lambda terms: joins)
     assert left == sum(m.tokens + 4 for m, _ in rest)
     return [m.id for m, _ in rest]
 

@@ -45,7 +45,6 @@ def yield_to_question(
     hot: Packed,
     used: int,
     weights: Mapping[str, float],
-    count: TokenCounter,
     joins_recalled: Callable[[Mapping[str, int]], bool],
 ) -> tuple[Packed, int]:
     """The hot zone without its oldest exchanges that bear neither on the question (none of
@@ -70,7 +69,7 @@ def yield_to_question(
         exchange = hot[begin:end]
         if _bears_on(exchange, weights, BEARING_SHARE * top, joins_recalled):
             break
-        used -= sum(count(text) + MESSAGE_OVERHEAD for _, text in exchange)
+        used -= sum(m.tokens + MESSAGE_OVERHEAD for m, _ in exchange)  # whole: as packed
         cut = end
     return hot[cut:], used
 

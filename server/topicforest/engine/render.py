@@ -186,7 +186,7 @@ def _render(
     recall = recall_hits(window, qvec)
     if recall.best is not None:  # the question reaches back: unrelated hot exchanges yield
         joins = _joins_topic_of(window, recall.best)
-        hot, hot_used = yield_to_question(hot, hot_used, recall.weights, count, joins)
+        hot, hot_used = yield_to_question(hot, hot_used, recall.weights, joins)
 
     header_cost = count(MEMORY_HEADER) + MESSAGE_OVERHEAD
     space = budget - hot_used - header_cost
