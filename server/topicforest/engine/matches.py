@@ -12,6 +12,7 @@ import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from topicforest.engine.answer_types import asked_for
 from topicforest.engine.embedding import extract_terms
 from topicforest.engine.passages import excerpt, stem_weights
 from topicforest.engine.render import RenderSource
@@ -77,11 +78,12 @@ def matches(
     if not chosen:
         return found
     query_stems = stem_weights(weights)
+    values = asked_for(query)
     messages = {m.id: m for m in window.log.get_many(chosen)}
     for root in wanted:
         for message_id in picked.get(root, []):
             message = messages[message_id]
-            text = excerpt(message.content, query_stems, EXCERPT_TOKENS, window.count)
+            text = excerpt(message.content, query_stems, EXCERPT_TOKENS, window.count, values)
             if text:
                 found[root].passages.append(
                     Passage(message.id, message.role, message.timestamp, text)

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
+from topicforest.engine.answer_types import Values, states
 from topicforest.engine.embedding import extract_terms, is_file_path
 from topicforest.engine.tokens import TokenCounter
 
@@ -118,6 +119,7 @@ def excerpt(
     query_stems: Mapping[str, float],
     max_tokens: int,
     count: TokenCounter,
+    values: Values = (),
 ) -> str:
     """The passages of `text` that best answer the query, within `max_tokens`, in order.
 
@@ -136,7 +138,7 @@ def excerpt(
         return ""
     if count(text) <= min(max_tokens, WHOLE_MESSAGE):
         return text
-    ranked = []
+    ranked: list[tuple[bool, float, int, int]] = []
     for match, position in scored:
         passage = passages[position]
         if not match:  # the line or sentence next to a matching one often holds its value
@@ -153,12 +155,14 @@ def excerpt(
         if match or value:
             # by worth per token: two short lines that each answer beat one long one
             worth = (match + value + context) / count(passage.text) ** DENSITY
-            ranked.append((worth, -position, position))
+            # a line stating the kind of value asked for ("how big": "6.8 GB") goes first
+            asked = bool(match) and states(passage.text, values)
+            ranked.append((asked, worth, -position, position))
     ranked.sort(reverse=True)
     chosen: list[int] = []
     used = 0
     files: set[str] = set()
-    for _, _, position in ranked:
+    for *_, position in ranked:
         if position in chosen:
             continue
         passage = passages[position]

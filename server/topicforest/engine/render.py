@@ -18,6 +18,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from topicforest.engine.answer_types import Values, asked_for
 from topicforest.engine.centroids import CentroidIndex
 from topicforest.engine.config import WindowConfig
 from topicforest.engine.embedding import Embedder, norm_sq
@@ -152,7 +153,7 @@ def render(
     """`upto`: the thread's hot messages after this one are left out (a retried question
     is answered again as if the replies after it had not been given)."""
     qvec = window.embedder.embed_query(query) if query else Counter[str]()
-    return _render(window, qvec, active_file, thread_id, upto)
+    return _render(window, qvec, active_file, thread_id, upto, asked_for(query or ""))
 
 
 # A query term no message holds: the render of a question that recalls nothing.
@@ -176,6 +177,7 @@ def _render(
     active_file: str | None,
     thread_id: str | None,
     upto: int | None,
+    values: Values = (),
 ) -> RenderedContext:
     count = window.count
     budget = window.config.history_budget
@@ -183,7 +185,7 @@ def _render(
     if upto is not None:
         zone = [m for m in zone if m.id <= upto]
     hot, hot_used = pack_hot(zone, budget, count)
-    recall = recall_hits(window, qvec)
+    recall = recall_hits(window, qvec, values)
     if recall.best is not None:  # the question reaches back: unrelated hot exchanges yield
         joins = _joins_topic_of(window, recall.best)
         hot, hot_used = yield_to_question(hot, hot_used, recall.weights, joins)

@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from topicforest.engine.answer_types import Values, states
 from topicforest.engine.messages import Message
 from topicforest.engine.passages import excerpt, stem_weights
 from topicforest.engine.summarize.base import quote, quote_message
@@ -23,12 +24,14 @@ MIN_RELATIVE_SCORE = 0.25  # an exchange scoring less than this share of the bes
 QUESTION_SHARE = 0.25  # of an exchange's room, for a question too long to recall whole
 SHORT_QUESTION = 80  # tokens: a question this short is recalled whole with its answer
 MIN_EXCERPT = 24
+ANSWER_BONUS = 1.0  # an exchange stating a value of the kind the question asks for counts more
 
 
 @dataclass(frozen=True)
 class Recall:
     weights: dict[str, float]  # the question's terms by weight (`RecallIndex.weights`)
     hits: dict[int, float]  # message id -> score, best first
+    values: Values = ()  # the kinds of value asked for (`answer_types`)
 
     @property
     def best(self) -> int | None:
@@ -42,7 +45,7 @@ class Recalled:
     tokens: int
 
 
-def recall_hits(window: RenderSource, qvec: Counter[str]) -> Recall:
+def recall_hits(window: RenderSource, qvec: Counter[str], values: Values = ()) -> Recall:
     """The question's weights and the graduated messages that match it, best first (not in a
     dropped topic, nor in an expanded one: that shows its originals anyway)."""
     if not qvec:
@@ -56,7 +59,7 @@ def recall_hits(window: RenderSource, qvec: Counter[str]) -> Recall:
         and not forest.root(forest.find(message_id)).dropped
         and forest.find(message_id) not in window.expanded
     }
-    return Recall(weights, hits)
+    return Recall(weights, hits, values)
 
 
 def recall_exchanges(
@@ -98,6 +101,10 @@ def recall_exchanges(
                 pair.append(after)
             exchanges[key] = pair
         totals[key] = totals.get(key, 0.0) + score
+    if recall.values:
+        for key, pair in exchanges.items():
+            if any(states(m.content, recall.values) for m in pair):
+                totals[key] *= 1 + ANSWER_BONUS
     query_stems = stem_weights(recall.weights)
     chosen: dict[int, list[Recalled]] = {}
     used = 0
@@ -107,7 +114,7 @@ def recall_exchanges(
         if left < MIN_EXCERPT or total < MIN_RELATIVE_SCORE * ranked[0][1]:
             break  # the rest of the room goes to the topics' summaries
         share = left if rank + 1 >= len(totals) else max(MIN_EXCERPT, int(left * EXCHANGE_SHARE))
-        pieces = _exchange_lines(window, exchanges[key], query_stems, share)
+        pieces = _exchange_lines(window, exchanges[key], query_stems, share, recall.values)
         for message, line, cost in pieces:
             chosen.setdefault(forest.find(message.id), []).append(Recalled(message.id, line, cost))
             used += cost
@@ -115,7 +122,11 @@ def recall_exchanges(
 
 
 def _exchange_lines(
-    window: RenderSource, exchange: list[Message], query_stems: dict[str, float], room: int
+    window: RenderSource,
+    exchange: list[Message],
+    query_stems: dict[str, float],
+    room: int,
+    values: Values,
 ) -> list[tuple[Message, str, int]]:
     """One exchange's messages quoted within `room`: whole when they fit, else each as its
     passages that answer the query (a short question stays whole: it says what was asked)."""
@@ -134,7 +145,7 @@ def _exchange_lines(
             continue
         # a long question gets a small part: the answer is where facts are stated
         own = left if not later else max(MIN_EXCERPT, int(left * QUESTION_SHARE))
-        text = excerpt(message.content, query_stems, own - 8, count)
+        text = excerpt(message.content, query_stems, own - 8, count, values)
         if not text:
             continue
         quoted = quote(f"{message.role} (excerpt): {text}")

@@ -1,0 +1,52 @@
+"""What kind of value a question asks for, and whether a text states one.
+
+"Which Django version…", "how big is the image…", "how long does the diff take…": the question's
+words name a kind of value, not the value, so the message that answers ("Django==4.2.11",
+"6.8 GB now", "61.3 ms") shares few of its words with it. Recall prefers, among the messages that
+match, those stating a value of the asked kind, and an excerpt keeps the line that states it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+Values = tuple[re.Pattern[str], ...]  # how the kinds of value a question asks for are stated
+
+
+@dataclass(frozen=True)
+class AnswerType:
+    cue: re.Pattern[str]  # question words that ask for this kind of value
+    value: re.Pattern[str]  # how a text states one
+
+
+def _type(cue: str, value: str) -> AnswerType:
+    return AnswerType(re.compile(cue, re.IGNORECASE), re.compile(value, re.IGNORECASE))
+
+
+_NUMBER = r"\d+(?:[.,]\d+)?"
+TYPES = (
+    _type(r"\b(?:versions?|pinned|release)\b", r"\bv?\d+\.\d+(?:\.\d+)*\b"),
+    _type(
+        r"\b(?:how big|size|how large|memory|disk)\b",
+        rf"\b{_NUMBER}\s?(?:[KMGTP]i?B|bytes)\b",
+    ),
+    _type(
+        r"\b(?:how long|takes?|took|latency|duration|timeout)\b",
+        rf"\b{_NUMBER}\s?(?:ns|µs|us|ms|s|secs?|seconds?|mins?|minutes?|h|hours?|days?)\b",
+    ),
+    _type(r"\b(?:dates?|when|which day)\b", r"\b\d{4}-\d{2}-\d{2}\b"),
+    _type(r"\b(?:how often|frequency|rate)\b", rf"\b\d+ (?:in|out of) \d+\b|\b{_NUMBER}\s?%"),
+)
+
+
+def asked_for(question: str) -> Values:
+    """The value patterns of the kinds of value `question` asks for (often none)."""
+    return tuple(kind.value for kind in TYPES if kind.cue.search(question))
+
+
+@lru_cache(maxsize=1024)  # a render checks the messages it recalls, much the same each turn
+def states(text: str, values: Values) -> bool:
+    """Whether `text` states a value of one of the kinds `values` (`asked_for`) describes."""
+    return any(value.search(text) for value in values)

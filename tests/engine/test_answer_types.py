@@ -1,0 +1,61 @@
+"""A question that asks for a kind of value ("which version", "how big", "how long") gets the
+message, and the line of it, that states one: they share few of the question's words."""
+
+from __future__ import annotations
+
+from topicforest.engine import ContextWindow, WindowConfig
+from topicforest.engine.answer_types import asked_for, states
+from topicforest.engine.passages import excerpt
+from topicforest.engine.tokens import estimate_tokens
+
+
+def test_the_kind_of_value_a_question_asks_for() -> None:
+    def kinds(question: str, text: str) -> bool:
+        return states(text, asked_for(question))
+
+    assert kinds("Which Django version do we pin?", "Django==4.2.11")
+    assert kinds("How big is the image now?", "rebuilt: 6.8 GB now")
+    assert kinds("How long does the diff take for 1M entries?", "time: [61.3 ms]")
+    assert kinds("How often did the loader test fail?", "it failed 1 in 7 runs")
+    assert not kinds("How big is the image now?", "the build has 3 stages")
+    assert asked_for("Where does the dashboard JSON live?") == ()
+
+
+def test_an_excerpt_keeps_the_line_that_states_the_kind_of_value_asked_for() -> None:
+    text = "\n".join(
+        [
+            "```",
+            "image: 3 stages",
+            "image layers: copied from the builder stage, after the venv is created",
+            "image after the rebuild: 6.8 GB, down from 14.2 GB",
+            "```",
+        ]
+    )
+    stems = {"imag": 2.0}
+    room = estimate_tokens("image after the rebuild: 6.8 GB, down from 14.2 GB") + 1
+    assert "6.8 GB" in excerpt(text, stems, room, estimate_tokens, asked_for("How big is it?"))
+    assert "6.8 GB" not in excerpt(text, stems, room, estimate_tokens)  # the shortest line, else
+
+
+SIZE = (
+    "How do we slim the docker image for the trainer?",
+    "Rebuilt with a multi-stage build: the docker image for the trainer is 6.8 GB now.",
+)
+OTHER = (
+    "Which base does the docker image for the trainer start from?",
+    "The docker image for the trainer starts from the CUDA runtime base, pinned by digest.",
+)
+LATER = [
+    ("The storefront webpack build is slow", "Turn on the filesystem cache in webpack.config.js."),
+    ("And the bundle?", "Split vendor chunks and lazy-load the checkout route."),
+]
+
+
+def test_recall_prefers_the_exchange_that_states_the_kind_of_value_asked_for() -> None:
+    window = ContextWindow(WindowConfig(history_budget=180))  # recall has room for one exchange
+    for question, answer in [SIZE, OTHER, *LATER * 3]:  # the size is the older of the two
+        window.append("t", "user", question)
+        window.append("t", "assistant", answer)
+    window.flush_thread("t")
+    asked = window.render(query="How big is the docker image for the trainer?", thread_id="t")
+    assert "6.8 GB" in asked.text()
