@@ -28,3 +28,15 @@ def test_an_excerpt_never_stops_at_an_opener_when_the_next_sentence_fits() -> No
 
 def test_no_match_still_means_no_excerpt() -> None:
     assert excerpt(REPLY, {"kubernetes": 1.0}, 500, estimate_tokens) == ""
+
+
+def test_an_excerpt_never_quotes_a_list_marker_or_a_bracket_alone() -> None:
+    text = (
+        "Two ways to keep the descriptor pools from running out:\n"
+        "1. Grow them: allocate a new pool of twice the size when vkAllocateDescriptorSets fails.\n"
+        "2. Reset them every frame, since the sets are rebuilt anyway.\n"
+        "```cpp\nif (res == VK_ERROR_OUT_OF_POOL_MEMORY) {\n  grow();\n}\n```"
+    )
+    got = excerpt(text, {"pool": 2.0, "descriptor": 1.0}, 24, estimate_tokens)
+    passages = [p.strip() for p in got.split("…")]
+    assert all(any(c.isalpha() for c in p) for p in passages), got

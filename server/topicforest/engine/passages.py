@@ -141,6 +141,8 @@ def excerpt(
     ranked: list[tuple[bool, float, int, int]] = []
     for match, position in scored:
         passage = passages[position]
+        if not stems(passage.text):  # a list marker ("1.") or a bracket line says nothing
+            continue
         if not match:  # the line or sentence next to a matching one often holds its value
             match = NEIGHBOUR_SHARE * max(
                 (
