@@ -33,7 +33,7 @@ TYPES = (
         rf"\b{_NUMBER}\s?(?:[KMGTP]i?B|bytes)\b",
     ),
     _type(
-        r"\b(?:how long|takes?|took|latency|duration|timeout)\b",
+        r"\b(?:how long|how fast|how slow|latency|duration|timeout)\b",
         rf"\b{_NUMBER}\s?(?:ns|µs|us|ms|s|secs?|seconds?|mins?|minutes?|h|hours?|days?)\b",
     ),
     _type(r"\b(?:dates?|when|which day)\b", r"\b\d{4}-\d{2}-\d{2}\b"),
@@ -46,7 +46,7 @@ def asked_for(question: str) -> Values:
     return tuple(kind.value for kind in TYPES if kind.cue.search(question))
 
 
-@lru_cache(maxsize=1024)  # a render checks the messages it recalls, much the same each turn
+@lru_cache(maxsize=4096)  # the messages and passages a render recalls recur turn after turn
 def states(text: str, values: Values) -> bool:
     """Whether `text` states a value of one of the kinds `values` (`asked_for`) describes."""
     return any(value.search(text) for value in values)
