@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 
 Values = tuple[re.Pattern[str], ...]  # how the kinds of value a question asks for are stated
 
@@ -46,7 +45,6 @@ def asked_for(question: str) -> Values:
     return tuple(kind.value for kind in TYPES if kind.cue.search(question))
 
 
-@lru_cache(maxsize=4096)  # the messages and passages a render recalls recur turn after turn
 def states(text: str, values: Values) -> bool:
     """Whether `text` states a value of one of the kinds `values` (`asked_for`) describes."""
     return any(value.search(text) for value in values)
