@@ -15,10 +15,14 @@ def largest_share(c: ConversationResult) -> float:
 
 
 def input_ratio(c: ConversationResult, other: str) -> float | None:
-    """Topic Forest's summarizer input tokens per token of `other`'s; None if `other`
-    summarized nothing (at a large budget flat's history may fit: no ratio to speak of)."""
-    theirs = c.cost[other].input_tokens
-    return c.cost["forest"].input_tokens / theirs if theirs else None
+    """Topic Forest's summarizer input tokens per token of `other`'s (`_per`)."""
+    return _per(c.cost["forest"].input_tokens, c.cost[other].input_tokens)
+
+
+def _per(ours: int, theirs: int) -> float | None:
+    """`ours` per token of `theirs`; None if they summarized nothing (at a large budget flat's
+    history may fit: no ratio to speak of)."""
+    return ours / theirs if theirs else None
 
 
 def _highest(ratios: Iterable[float | None]) -> float | None:
@@ -65,8 +69,7 @@ def dev_lines(evaluation: Evaluation) -> list[str]:
         )
     forest_in = evaluation.cost("forest").input_tokens
     shares = [largest_share(c) for c in convs]
-    theirs = [evaluation.cost(o).input_tokens for o in others]
-    pooled = [forest_in / t if t else None for t in theirs]
+    pooled = [_per(forest_in, evaluation.cost(o).input_tokens) for o in others]
     rates = [rate(evaluation.survival(s)) for s in kept]
     purity, ari = pooled_purity(evaluation), pooled_ari(evaluation)
     lines.append(row("pooled", cells(rates, purity, ari, pooled, statistics.median(shares))))
