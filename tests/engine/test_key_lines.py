@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from topicforest.engine import ContextWindow, Message, WindowConfig
-from topicforest.engine.keylines import KeyLineState, key_lines, pick, rank
+from topicforest.engine.keylines import KeyLineState, key_lines, pick, rank, states_a_value
 from topicforest.engine.tokens import estimate_tokens
 
 from .helpers import TOPICS, CountingLog, exchange
@@ -132,3 +132,48 @@ def test_a_path_named_in_prose_is_a_key_line_of_its_own() -> None:
     state = collected([message])
     ranking = rank(state.lines, {}, estimate_tokens)
     assert [line.text for line in pick(ranking, 64)] == [path]
+
+
+def assistant(message_id: int, text: str) -> Message:
+    return Message(message_id, "t", "assistant", text, 0.0, estimate_tokens(text))
+
+
+def test_a_declaration_is_quoted_as_its_name_and_value() -> None:
+    """`static constexpr uint32_t kIndexBits = 22;` spent half its tokens on qualifiers, and a
+    later `kIndexBits = 20` did not replace it (it was no `name = value` line)."""
+    first = assistant(
+        1,
+        "Two constants:\n\n```cpp\nstatic constexpr uint32_t kIndexBits = 22;  // 4M ids\n"
+        "for (uint8_t depth = 1; depth <= kMaxDepth; ++depth) {\n```\n\n"
+        "```rust\npub const EXIT_PARTIAL: u8 = 3;\n```",
+    )
+    assert [line.text for line in key_lines(first)] == [
+        "kIndexBits = 22",
+        "for (uint8_t depth = 1; depth <= kMaxDepth; ++depth) {",  # no declaration: as it is
+        "EXIT_PARTIAL = 3",
+    ]
+    later = assistant(2, "Fewer bits:\n\n```cpp\nstatic constexpr uint32_t kIndexBits = 20;\n```")
+    state = collected([first, later])
+    ranking = rank(
+        state.lines, {t: 2.0 for line in state.lines for t in line.terms}, estimate_tokens
+    )
+    shown = [line.text for line in ranking.lines]
+    assert "kIndexBits = 20" in shown and "kIndexBits = 22" not in shown
+
+
+def test_a_code_line_its_reply_explains_ranks_first() -> None:
+    text = (
+        "Raise `kSetsPerPool` so the pool stops fragmenting.\n\n"
+        "```cpp\nconst int kRetryLimit = 512;\nconst int kSetsPerPool = 512;\n```"
+    )
+    state = collected([assistant(1, text)])
+    assert [line.explained for line in state.lines] == [False, True]
+    ranking = rank(
+        state.lines, {t: 2.0 for line in state.lines for t in line.terms}, estimate_tokens
+    )
+    assert ranking.lines[0].text == "kSetsPerPool = 512"
+
+
+def test_a_decrement_is_no_flag() -> None:
+    assert not states_a_value("--live_;")
+    assert states_a_value("run the tests with --no-cache")
