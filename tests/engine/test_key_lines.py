@@ -161,6 +161,14 @@ def test_a_declaration_is_quoted_as_its_name_and_value() -> None:
     assert "kIndexBits = 20" in shown and "kIndexBits = 22" not in shown
 
 
+def test_a_long_line_is_never_read_as_a_declaration() -> None:
+    """The declaration pattern backtracks in the square of a line's length: a line of 100,000
+    characters in a pasted file must not reach it (it is no key line either)."""
+    long_line = "int " + "a: " * 40_000 + "= 1;"
+    message = assistant(1, f"```c\n{long_line}\nstatic int kLimit = 8;\n```")
+    assert [line.text for line in key_lines(message)] == ["kLimit = 8"]
+
+
 def test_a_code_line_its_reply_explains_ranks_first() -> None:
     text = (
         "Raise `kSetsPerPool` so the pool stops fragmenting.\n\n"

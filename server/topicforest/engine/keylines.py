@@ -146,7 +146,9 @@ def key_lines(message: Message) -> list[KeyLine]:
         text = _SPACES.sub(" ", _COMMENT.sub("", passage.text)).strip()
         if not text:
             continue
-        declared = _DECLARATION.match(text) if passage.code else None
+        # (a long line is never a key line, and the pattern's cost grows with its square)
+        short = len(text) <= MAX_LINE_CHARS
+        declared = _DECLARATION.match(text) if passage.code and short else None
         if declared:
             text = f"{declared['name']} = {declared['value']}"
         if len(text) <= MAX_LINE_CHARS and states_a_value(text):
