@@ -141,7 +141,9 @@ def key_lines(message: Message) -> list[KeyLine]:
     paths: set[str] = set()
     assistant = message.role != "user"
     passages = split_passages(message.content)
-    prose_names = {name for p in passages if not p.code for name in entities(p.text)}
+    # what the prose names, for telling the code lines it explains (none to tell: not read)
+    has_code = any(p.code for p in passages)
+    prose_names = {n for p in passages if has_code and not p.code for n in entities(p.text)}
     for position, passage in enumerate(passages):
         text = _SPACES.sub(" ", _COMMENT.sub("", passage.text)).strip()
         if not text:
@@ -151,7 +153,7 @@ def key_lines(message: Message) -> list[KeyLine]:
         declared = _DECLARATION.match(text) if passage.code and short else None
         if declared:
             text = f"{declared['name']} = {declared['value']}"
-        if len(text) <= MAX_LINE_CHARS and states_a_value(text):
+        if short and states_a_value(text):  # (a declaration only ever got shorter)
             setting = _SETTING.match(text)
             names = set(entities(text))
             out.append(
