@@ -13,10 +13,11 @@ from pathlib import Path
 from topicforest.engine import ContextWindow, WindowConfig
 from topicforest.engine.summarize import ExtractiveSummarizer
 from topicforest.engine.summarize.base import Summarizer, SummaryRequest, SummaryResult
-from topicforest.eval.dataset import Conversation, load_conversation
+from topicforest.eval.dataset import Conversation, held_out_paths, load_conversation
 from topicforest.eval.systems import START, TURN_SECONDS, maintain, thread_of
 
 SAMPLE = Path(str(files("topicforest.data").joinpath("sample_conversation.json")))
+HELD_OUT = held_out_paths()  # the project's own samples that nothing is tuned on
 
 
 class Recording(ExtractiveSummarizer):

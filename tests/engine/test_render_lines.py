@@ -1,24 +1,26 @@
 """What a render quotes: never an empty summary line (a summary cut to nothing is left out),
-never the same key line twice.
+never the same key line twice, always the question's best match.
 
 A recalled message keeps its own blank lines; the line after a topic's header is its summary."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections import Counter
 from itertools import pairwise
 from pathlib import Path
 
 import pytest
 
+from topicforest.engine.render_recall import recall_hits
 from topicforest.engine.resolver import resolve_round
 from topicforest.engine.summarize import ExtractiveSummarizer
 from topicforest.eval.systems import thread_of
 
 from ..conftest import requires_shared_eval, shared_conversations
 from .helpers import filled_window
-from .replays import SAMPLE, fact_renders, replay_offline
+from .replays import HELD_OUT, SAMPLE, fact_renders, replay_offline
 
 
 def empty_summary_lines(text: str) -> list[str]:
@@ -67,3 +69,27 @@ def repeated_key_lines(path: Path) -> list[str]:
 @pytest.mark.parametrize("path", shared_conversations(), ids=lambda p: p.stem)
 def test_the_dev_set_no_query_renders_show_a_key_line_once(path: Path) -> None:
     assert repeated_key_lines(path) == []
+
+
+def best_matches_left_out(path: Path) -> list[str]:
+    """Questions of three words taken from the conversation's messages whose best-matching
+    message is in a topic the render left out."""
+    replay = replay_offline(path)
+    window, thread = replay.window, thread_of(replay.conv.messages[-1])
+    graduated = sorted(m for m in range(1, len(replay.conv.messages) + 1) if m in window.forest)
+    left_out = []
+    for message in window.log.get_many(graduated[::3]):
+        words = re.findall(r"[A-Za-z_]{6,}", message.content)
+        for start in range(0, len(words) - 2, 7):
+            question = " ".join(words[start : start + 3])
+            best = recall_hits(window, window.embedder.embed_query(question)).best
+            rendered = window.render(query=question, thread_id=thread)
+            if best is not None and window.forest.find(best) in rendered.omitted_topics:
+                left_out.append(question)
+    return left_out
+
+
+def test_the_topic_of_a_questions_best_match_is_never_left_out() -> None:
+    # Topics ranked before it (by their centroid, then recency) spent its room on their
+    # summaries: "discovery upload dfu_application" lost the DFU topic that holds it.
+    assert best_matches_left_out(HELD_OUT[0]) == []

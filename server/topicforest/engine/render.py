@@ -213,9 +213,17 @@ def _render(
         for r, relevance in ranked
     ]
     said: set[str] = set()  # key lines shown (lowercased): a line says its fact once
+    # The question's best match keeps its room: a topic ranked before the one holding it must
+    # not spend that room on its own summary (it was left out for want of space). A pinned
+    # topic may: the user asked for it.
+    best = window.forest.find(recall.best) if recall.best is not None else None
+    later = _recalled_cost(window, best, recalled[best]) if best in recalled else 0
     for position, (root, _) in enumerate(ranked):
-        share = max(MIN_RAW_SHARE, int(space * weights[position] / sum(weights[position:])))
-        block = _topic_block(window, root, qvec, space, share, recalled.get(root, []), said)
+        if root == best:
+            later = 0
+        room = space if root in window.pinned else space - later
+        share = max(MIN_RAW_SHARE, int(room * weights[position] / sum(weights[position:])))
+        block = _topic_block(window, root, qvec, room, share, recalled.get(root, []), said)
         cost = count(block.text) + 1 if block.text else 0
         if block.text and cost <= space:
             blocks.append(block.text)
@@ -268,6 +276,16 @@ def _render(
         hot_message_ids=[m.id for m, _ in hot],
         fallback=fallback,
     )
+
+
+def _recalled_cost(window: RenderSource, root: int, recalled: list[Recalled]) -> int:
+    """What a topic's recalled originals cost in a block of their own, header included."""
+    return window.count(_header(window, root)) + 1 + sum(r.tokens for r in recalled)
+
+
+def _header(window: RenderSource, root: int) -> str:
+    flags = " [pinned]" if root in window.pinned else ""
+    return f"## Topic {root}: {window.title(root)}{flags} ({window.forest.size(root)} messages)"
 
 
 def _total(messages: list[dict[str, str]], count: TokenCounter) -> int:
@@ -331,17 +349,14 @@ def _topic_block(
     lines in `said` (topics ranked before showed them) are not shown again.
     """
     count = window.count
-    title = window.title(root)
-    flags = " [pinned]" if root in window.pinned else ""
-    size = window.forest.size(root)
     pinned = root in window.pinned
     if root in window.expanded:
-        text, (kind, originals) = expanded_block(
-            window, root, qvec, space, f"## Topic {root}: {title}{flags}"
-        )
+        flags = " [pinned]" if pinned else ""
+        head = f"## Topic {root}: {window.title(root)}{flags}"
+        text, (kind, originals) = expanded_block(window, root, qvec, space, head)
         return Block(text, kind, originals)
 
-    header = f"## Topic {root}: {title}{flags} ({size} messages)"
+    header = _header(window, root)
     recall_cost = sum(r.tokens for r in recalled)
     recalled_ids = [r.message_id for r in recalled]
     shown_elsewhere = set(recalled_ids)  # a set: a big dirty topic checks every member
@@ -380,7 +395,7 @@ def _topic_block(
             parts += _quoted(summary_text)
             parts += [quote_message(m) for m in messages]
         elif room >= MIN_SUMMARY_ROOM:  # a live extractive digest of summary + new messages
-            digest = _digest(window, root, summary_text or None, messages, title)
+            digest = _digest(window, root, summary_text or None, messages, window.title(root))
             parts += _quoted(digest.select(room - 2, RENDER_SENTENCE_SHARE))
     body = "\n".join(parts)
     mode: Mode = ("summary+messages" if dirty else "summary") if summary else "messages"
