@@ -161,6 +161,28 @@ def test_a_declaration_is_quoted_as_its_name_and_value() -> None:
     assert "kIndexBits = 20" in shown and "kIndexBits = 22" not in shown
 
 
+def test_a_block_attribute_set_again_is_another_things_not_a_new_value() -> None:
+    """HCL sets `name` once per resource: the budget's `name = "pw-prod-monthly"` was dropped
+    as "stated again later" by the next resource's `name = …`, in another message."""
+    budget = assistant(
+        1,
+        'The budget and its alert:\n\n```hcl\nresource "aws_budgets_budget" "prod" {\n'
+        '  name = "pw-prod-monthly"\n  limit_amount = "38000"\n}\n'
+        'resource "aws_sns_topic" "billing" {\n  name = "pw-billing-alerts"\n}\n```',
+    )
+    rule = assistant(2, 'And the rate limit:\n\n```hcl\n  name = "pw-tracking-rate-limit"\n```')
+    timeout = assistant(3, "Raise it:\n\n```python\nREQUEST_TIMEOUT = 30\n```")
+    later = assistant(4, "Lower it again:\n\n```python\nREQUEST_TIMEOUT = 10\n```")
+    state = collected([budget, rule, timeout, later])
+    ranking = rank(
+        state.lines, {t: 2.0 for line in state.lines for t in line.terms}, estimate_tokens
+    )
+    shown = {line.text for line in ranking.lines}
+    names = {'name = "pw-prod-monthly"', 'name = "pw-billing-alerts"'}
+    assert names | {'name = "pw-tracking-rate-limit"'} <= shown
+    assert "REQUEST_TIMEOUT = 10" in shown and "REQUEST_TIMEOUT = 30" not in shown
+
+
 def test_a_long_line_is_never_read_as_a_declaration() -> None:
     """The declaration pattern backtracks in the square of a line's length: a line of 100,000
     characters in a pasted file must not reach it (it is no key line either)."""

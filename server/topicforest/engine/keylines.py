@@ -8,7 +8,7 @@ the assistant's (where decisions and code land), code lines that name what the m
 explains, rare words, many named things and later messages (a value may have been changed since),
 at the best worth per token. Trailing comments and runs of spaces are trimmed, a declaration is
 quoted as its name and value (`kIndexBits = 22`); a setting stated again later replaces the
-earlier line.
+earlier line (not a block attribute such as HCL's `name`, set once per resource).
 """
 
 from __future__ import annotations
@@ -281,19 +281,24 @@ class Ranking:
 
 def rank(lines: list[KeyLine], idf: Mapping[str, float], count: TokenCounter) -> Ranking:
     """The lines `pick` chooses from, best first (a line whose setting is stated again later
-    is left out)."""
+    is left out, unless its name is a block attribute)."""
     if not lines:
         return Ranking((), (), ())
     newest = max(line.message_id for line in lines) or 1
     oldest = min(line.message_id for line in lines)
+    # A name set twice in one message is a block's attribute (`name`, `type`, `cpu` of each
+    # resource in an HCL or YAML file), not one setting: a later `name = …` is another thing's.
+    per_message = Counter((line.message_id, line.setting) for line in lines if line.setting)
+    attributes = {setting for (_, setting), times in per_message.items() if times > 1}
     latest_setting: dict[str, tuple[int, int]] = {}
     for line in lines:
-        if line.setting:
+        if line.setting and line.setting not in attributes:
             key = (line.message_id, line.position)
             latest_setting[line.setting] = max(latest_setting.get(line.setting, key), key)
     ranked = []
     for line in lines:
-        if line.setting and latest_setting[line.setting] != (line.message_id, line.position):
+        latest = latest_setting.get(line.setting) if line.setting else None
+        if latest is not None and latest != (line.message_id, line.position):
             continue  # stated again later: the later value is the current one
         specificity = sum(idf.get(t, 0.0) for t in line.terms) / (1 + len(line.terms))
         age = (line.message_id - oldest) / max(1, newest - oldest)
