@@ -2,12 +2,14 @@
 
 The recall index finds the graduated messages the question's rare words are in; a question and
 its answer come back together (the question names what was asked, the answer holds the fact),
-the best exchange with the largest share of the room.
+the best exchange with the largest share of the room, and the exchange that follows it next in
+line (the fix often comes in the reply to the follow-up).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -26,6 +28,11 @@ SHORT_QUESTION = 80  # tokens: a question this short is recalled whole with its 
 MIN_EXCERPT = 24
 ANSWER_BONUS = 1.0  # an exchange stating a value of the kind the question asks for counts more
 ANSWER_REACH = 5  # the places that bonus can lift an exchange into (the 5th gets 1.5% of the room)
+# The exchange after the best one, in its topic, gets this share of its score: the best often
+# holds the diagnosis, and the fact asked for comes in the reply to the follow-up ("fixed, but
+# now …"). Not when the best exchange alone outgrows its share of the room.
+CONTINUATION_SHARE = 0.4
+CONTINUED_HITS = 3  # the best hits whose following messages are read for it
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,7 @@ def recall_exchanges(
     # Each hit's exchange: a reply's question is the message before it, a question's reply the
     # one after (same thread, both graduated); one fetch for hits, neighbours and `also`.
     wanted = {n for m in scores for n in (m - 1, m, m + 1) if n in forest}
+    wanted.update(n for m in list(scores)[:CONTINUED_HITS] for n in (m + 2, m + 3) if n in forest)
     messages = {m.id: m for m in log.get_many(sorted(wanted.union(also)))} if wanted or also else {}
     if not scores:
         return {}
@@ -91,16 +99,7 @@ def recall_exchanges(
             first = before if before.role == "user" else message
         key = first.id
         if key not in exchanges:
-            pair = [first]
-            after = messages.get(first.id + 1)
-            if (
-                first.role == "user"
-                and after
-                and after.thread_id == first.thread_id
-                and after.role != "user"
-            ):
-                pair.append(after)
-            exchanges[key] = pair
+            exchanges[key] = _exchange(first, messages)
         totals[key] = totals.get(key, 0.0) + score
     if recall.values:
         # An exchange that states a value of the kind asked for counts more. Only those that
@@ -111,6 +110,7 @@ def recall_exchanges(
         for key, pair in exchanges.items():
             if totals[key] >= least and any(states(m.content, recall.values) for m in pair):
                 totals[key] *= 1 + ANSWER_BONUS
+    _continue_best(window, messages, exchanges, totals, room)
     query_stems = stem_weights(recall.weights)
     chosen: dict[int, list[Recalled]] = {}
     used = 0
@@ -125,6 +125,43 @@ def recall_exchanges(
             chosen.setdefault(forest.find(message.id), []).append(Recalled(message.id, line, cost))
             used += cost
     return chosen
+
+
+def _exchange(first: Message, messages: Mapping[int, Message]) -> list[Message]:
+    """`first` and, if it is a question, the reply after it in its thread."""
+    after = messages.get(first.id + 1)
+    if (
+        first.role == "user"
+        and after is not None
+        and after.thread_id == first.thread_id
+        and after.role != "user"
+    ):
+        return [first, after]
+    return [first]
+
+
+def _continue_best(
+    window: RenderSource,
+    messages: dict[int, Message],
+    exchanges: dict[int, list[Message]],
+    totals: dict[int, float],
+    room: int,
+) -> None:
+    """Give the exchange that follows the best one, in the same thread and topic, a share of
+    the best one's score (`CONTINUATION_SHARE`), adding it to `exchanges` if it had no hit."""
+    best = max(totals, key=totals.__getitem__)
+    exchange = exchanges[best]
+    if sum(window.count(quote_message(m)) + 1 for m in exchange) > room * EXCHANGE_SHARE:
+        return  # the best exchange is excerpted: the room is better spent on it
+    last = exchange[-1]
+    question = messages.get(last.id + 1)
+    if question is None or question.role != "user" or question.thread_id != last.thread_id:
+        return
+    if window.forest.find(question.id) != window.forest.find(best):
+        return
+    if question.id not in exchanges:
+        exchanges[question.id] = _exchange(question, messages)
+    totals[question.id] = totals.get(question.id, 0.0) + CONTINUATION_SHARE * totals[best]
 
 
 def _exchange_lines(

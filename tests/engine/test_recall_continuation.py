@@ -1,0 +1,54 @@
+"""A question's recall brings back the exchange after the best one: the best often holds the
+diagnosis, and what fixed it comes in the reply to the follow-up, in words of its own."""
+
+from __future__ import annotations
+
+from topicforest.engine import ContextWindow, WindowConfig
+from topicforest.engine.render_recall import recall_exchanges, recall_hits
+
+CRASH = [
+    (
+        "The nightly import crashes on the supplier feed: a segfault inside libxml2.",
+        "A segfault in libxml2 while the nightly import parses the supplier feed is usually "
+        "the 2.9.14 regression. Pin lxml to 4.9.2 and run it again.",
+    ),
+    (
+        "pinned lxml to 4.9.2, same segfault in libxml2",
+        "Then lxml hits the libxml2 document depth limit: pass XML_PARSE_HUGE and set "
+        "max_depth = 4096 in importer/parse.py.",
+    ),
+]
+OTHER = [
+    ("The storefront webpack build is slow", "Turn on the filesystem cache in webpack.config.js."),
+    ("And the bundle?", "Split vendor chunks and lazy-load the checkout route."),
+]
+QUESTION = "Why did the nightly import crash on the supplier feed?"
+
+
+def recalled_text(window: ContextWindow, room: int) -> str:
+    weights = window.embedder.embed_query(QUESTION)
+    chosen = recall_exchanges(window, recall_hits(window, weights), room, [])
+    return "\n".join(piece.line for pieces in chosen.values() for piece in pieces)
+
+
+def conversation() -> ContextWindow:
+    window = ContextWindow(WindowConfig(history_budget=2048))
+    for question, answer in CRASH + OTHER * 3:
+        window.append("t", "user", question)
+        window.append("t", "assistant", answer)
+    window.flush_thread("t")
+    return window
+
+
+def test_the_reply_to_the_follow_up_comes_with_the_best_exchange() -> None:
+    window = conversation()
+    assert window.forest.find(3) == window.forest.find(1)  # the follow-up is on the same topic
+    text = recalled_text(window, room=600)
+    assert "segfault inside libxml2" in text
+    assert "max_depth = 4096" in text  # none of the question's words: it follows the best
+
+
+def test_a_small_room_is_left_to_the_best_exchange() -> None:
+    window = conversation()
+    text = recalled_text(window, room=60)  # the best exchange is excerpted to fit
+    assert "max_depth = 4096" not in text
