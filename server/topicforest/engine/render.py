@@ -283,9 +283,10 @@ def _recalled_cost(window: RenderSource, root: int, recalled: list[Recalled]) ->
     return window.count(_header(window, root)) + 1 + sum(r.tokens for r in recalled)
 
 
-def _header(window: RenderSource, root: int) -> str:
+def _header(window: RenderSource, root: int, sized: bool = True) -> str:
     flags = " [pinned]" if root in window.pinned else ""
-    return f"## Topic {root}: {window.title(root)}{flags} ({window.forest.size(root)} messages)"
+    size = f" ({window.forest.size(root)} messages)" if sized else ""
+    return f"## Topic {root}: {window.title(root)}{flags}{size}"
 
 
 def _total(messages: list[dict[str, str]], count: TokenCounter) -> int:
@@ -351,8 +352,7 @@ def _topic_block(
     count = window.count
     pinned = root in window.pinned
     if root in window.expanded:
-        flags = " [pinned]" if pinned else ""
-        head = f"## Topic {root}: {window.title(root)}{flags}"
+        head = _header(window, root, sized=False)  # it says what it sends itself
         text, (kind, originals) = expanded_block(window, root, qvec, space, head)
         return Block(text, kind, originals)
 
