@@ -8,6 +8,7 @@ from typing import TypeVar
 from topicforest.engine import ContextWindow, Message, WindowConfig
 from topicforest.engine.messages import InMemoryMessageLog
 from topicforest.engine.state import PERSISTED
+from topicforest.engine.tokens import estimate_tokens
 
 TOPICS = {
     "loader": (
@@ -54,6 +55,11 @@ class CountingLog(InMemoryMessageLog):
         self.read += ids
         self.reads += 1
         return super().get_many(ids)
+
+
+def message(id_: int, role: str, text: str) -> Message:
+    """A message of thread "t", its tokens estimated."""
+    return Message(id_, "t", role, text, 0.0, estimate_tokens(text))
 
 
 def exchange(topic: str, n: int) -> tuple[str, str]:

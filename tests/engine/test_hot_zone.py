@@ -6,7 +6,8 @@ from __future__ import annotations
 from topicforest.engine import ContextWindow, WindowConfig
 from topicforest.engine.hot_zone import yield_to_question
 from topicforest.engine.messages import Message
-from topicforest.engine.tokens import estimate_tokens
+
+from .helpers import message
 
 OLD_WORK = [
     (
@@ -65,10 +66,6 @@ def test_in_a_chat_turn_the_question_and_the_exchange_it_follows_stay() -> None:
     assert asked.hot_message_ids == [m.id for m in hot[2:]]
     assert asked.hot_message_ids[-1] == question.id
     assert "secret/ops/grafana" in asked.text()
-
-
-def message(id_: int, role: str, text: str) -> Message:
-    return Message(id_, "t", role, text, 0.0, estimate_tokens(text))
 
 
 def packed(*turns: tuple[str, str]) -> list[tuple[Message, str]]:

@@ -5,16 +5,28 @@ from __future__ import annotations
 import math
 
 from topicforest.engine import ContextWindow, Message, WindowConfig
-from topicforest.engine.keylines import KeyLineState, key_lines, pick, rank, states_a_value
+from topicforest.engine.keylines import (
+    KeyLineState,
+    Ranking,
+    key_lines,
+    pick,
+    rank,
+    states_a_value,
+)
 from topicforest.engine.tokens import estimate_tokens
 
-from .helpers import TOPICS, CountingLog, exchange
+from .helpers import TOPICS, CountingLog, exchange, message
+
+
+def evenly_ranked(state: KeyLineState) -> Ranking:
+    """The state's lines ranked with every term equally rare."""
+    return rank(state.lines, {t: 2.0 for line in state.lines for t in line.terms}, estimate_tokens)
 
 
 def collected(messages: list[Message]) -> KeyLineState:
     state = KeyLineState()
-    for message in messages:
-        state.add(message)
+    for each in messages:
+        state.add(each)
     return state
 
 
@@ -94,8 +106,7 @@ def test_with_no_question_the_room_goes_to_what_is_not_shown_yet() -> None:
         ]
     )
     state = collected([Message(1, "main", "assistant", text, 0.0, 60)])
-    idf = {term: 2.0 for line in state.lines for term in line.terms}
-    ranking = rank(state.lines, idf, estimate_tokens)
+    ranking = evenly_ranked(state)
     two_lines = ranking.costs[0] + ranking.costs[1] + 1  # room for the two best-ranked lines
     picked = [line.text for line in pick(ranking, two_lines)]
     assert picked == [state.lines[0].text, "The gateway listens on port 8443."], picked
@@ -106,9 +117,7 @@ def test_a_key_line_another_topic_shows_is_not_shown_again() -> None:
     `test = "StringEquals"`) was shown by four of them in one render."""
     text = 'Use test = "StringEquals" on the role.\n\nThe gateway listens on port 8443.'
     state = collected([Message(1, "main", "assistant", text, 0.0, 30)])
-    ranking = rank(
-        state.lines, {t: 2.0 for line in state.lines for t in line.terms}, estimate_tokens
-    )
+    ranking = evenly_ranked(state)
     everything = sum(ranking.costs)
     assert len(pick(ranking, everything)) == 2
     shown = {'use test = "stringequals" on the role.'}
@@ -125,24 +134,21 @@ def test_a_path_named_in_prose_is_a_key_line_of_its_own() -> None:
         " why dragging a tab out of the window flickers. Also see app.ts for the entry point.\n\n"
         "```ts\nimport { x } from 'src/vs/base/common/lifecycle.ts';\n```"
     )
-    message = Message(1, "t", "user", text, 0.0, estimate_tokens(text))
-    lines = [line.text for line in key_lines(message)]
+    question = message(1, "user", text)
+    lines = [line.text for line in key_lines(question)]
     assert lines == [path]  # once; not the folderless `app.ts`, nor a path inside code
     # with no question, the path can be shown: its sentence (long, no value) never could be
-    state = collected([message])
+    state = collected([question])
     ranking = rank(state.lines, {}, estimate_tokens)
     assert [line.text for line in pick(ranking, 64)] == [path]
-
-
-def assistant(message_id: int, text: str) -> Message:
-    return Message(message_id, "t", "assistant", text, 0.0, estimate_tokens(text))
 
 
 def test_a_declaration_is_quoted_as_its_name_and_value() -> None:
     """`static constexpr uint32_t kIndexBits = 22;` spent half its tokens on qualifiers, and a
     later `kIndexBits = 20` did not replace it (it was no `name = value` line)."""
-    first = assistant(
+    first = message(
         1,
+        "assistant",
         "Two constants:\n\n```cpp\nstatic constexpr uint32_t kIndexBits = 22;  // 4M ids\n"
         "for (uint8_t depth = 1; depth <= kMaxDepth; ++depth) {\n```\n\n"
         "```rust\npub const EXIT_PARTIAL: u8 = 3;\n```",
@@ -152,11 +158,11 @@ def test_a_declaration_is_quoted_as_its_name_and_value() -> None:
         "for (uint8_t depth = 1; depth <= kMaxDepth; ++depth) {",  # no declaration: as it is
         "EXIT_PARTIAL = 3",
     ]
-    later = assistant(2, "Fewer bits:\n\n```cpp\nstatic constexpr uint32_t kIndexBits = 20;\n```")
-    state = collected([first, later])
-    ranking = rank(
-        state.lines, {t: 2.0 for line in state.lines for t in line.terms}, estimate_tokens
+    later = message(
+        2, "assistant", "Fewer bits:\n\n```cpp\nstatic constexpr uint32_t kIndexBits = 20;\n```"
     )
+    state = collected([first, later])
+    ranking = evenly_ranked(state)
     shown = [line.text for line in ranking.lines]
     assert "kIndexBits = 20" in shown and "kIndexBits = 22" not in shown
 
@@ -164,22 +170,27 @@ def test_a_declaration_is_quoted_as_its_name_and_value() -> None:
 def test_a_block_attribute_set_again_is_another_things_not_a_new_value() -> None:
     """HCL sets `name` once per resource: the budget's `name = "pw-prod-monthly"` was dropped
     as "stated again later" by the next resource's `name = …`, in another message."""
-    budget = assistant(
+    budget = message(
         1,
+        "assistant",
         'The budget and its alert:\n\n```hcl\nresource "aws_budgets_budget" "prod" {\n'
         '  name = "pw-prod-monthly"\n  limit_amount = "38000"\n}\n'
         'resource "aws_sns_topic" "billing" {\n  name = "pw-billing-alerts"\n}\n```',
     )
-    rule = assistant(2, 'And the rate limit:\n\n```hcl\n  name = "pw-tracking-rate-limit"\n```')
-    timeout = assistant(3, "Raise it:\n\n```python\nREQUEST_TIMEOUT = 30\n```")
-    later = assistant(4, "Lower it again:\n\n```python\nREQUEST_TIMEOUT = 10\n```")
-    state = collected([budget, rule, timeout, later])
-    ranking = rank(
-        state.lines, {t: 2.0 for line in state.lines for t in line.terms}, estimate_tokens
+    rule = message(
+        2, "assistant", 'And the rate limit:\n\n```hcl\n  name = "pw-tracking-rate-limit"\n```'
     )
+    timeout = message(3, "assistant", "Raise it:\n\n```python\nREQUEST_TIMEOUT = 30\n```")
+    later = message(4, "assistant", "Lower it again:\n\n```python\nREQUEST_TIMEOUT = 10\n```")
+    state = collected([budget, rule, timeout, later])
+    ranking = evenly_ranked(state)
     shown = {line.text for line in ranking.lines}
-    names = {'name = "pw-prod-monthly"', 'name = "pw-billing-alerts"'}
-    assert names | {'name = "pw-tracking-rate-limit"'} <= shown
+    names = {
+        'name = "pw-prod-monthly"',
+        'name = "pw-billing-alerts"',
+        'name = "pw-tracking-rate-limit"',
+    }
+    assert names <= shown
     assert "REQUEST_TIMEOUT = 10" in shown and "REQUEST_TIMEOUT = 30" not in shown
 
 
@@ -187,8 +198,8 @@ def test_a_long_line_is_never_read_as_a_declaration() -> None:
     """The declaration pattern backtracks in the square of a line's length: a line of 100,000
     characters in a pasted file must not reach it (it is no key line either)."""
     long_line = "int " + "a: " * 40_000 + "= 1;"
-    message = assistant(1, f"```c\n{long_line}\nstatic int kLimit = 8;\n```")
-    assert [line.text for line in key_lines(message)] == ["kLimit = 8"]
+    pasted = message(1, "assistant", f"```c\n{long_line}\nstatic int kLimit = 8;\n```")
+    assert [line.text for line in key_lines(pasted)] == ["kLimit = 8"]
 
 
 def test_a_code_line_its_reply_explains_ranks_first() -> None:
@@ -196,11 +207,9 @@ def test_a_code_line_its_reply_explains_ranks_first() -> None:
         "Raise `kSetsPerPool` so the pool stops fragmenting.\n\n"
         "```cpp\nconst int kRetryLimit = 512;\nconst int kSetsPerPool = 512;\n```"
     )
-    state = collected([assistant(1, text)])
+    state = collected([message(1, "assistant", text)])
     assert [line.explained for line in state.lines] == [False, True]
-    ranking = rank(
-        state.lines, {t: 2.0 for line in state.lines for t in line.terms}, estimate_tokens
-    )
+    ranking = evenly_ranked(state)
     assert ranking.lines[0].text == "kSetsPerPool = 512"
 
 

@@ -141,9 +141,10 @@ def key_lines(message: Message) -> list[KeyLine]:
     paths: set[str] = set()
     assistant = message.role != "user"
     passages = split_passages(message.content)
-    # what the prose names, for telling the code lines it explains (none to tell: not read)
-    has_code = any(p.code for p in passages)
-    prose_names = {n for p in passages if has_code and not p.code for n in entities(p.text)}
+    # what the prose names, for telling the code lines it explains (no code: nothing to tell)
+    prose_names: set[str] = set()
+    if any(p.code for p in passages):
+        prose_names = {n for p in passages if not p.code for n in entities(p.text)}
     for position, passage in enumerate(passages):
         text = _SPACES.sub(" ", _COMMENT.sub("", passage.text)).strip()
         if not text:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from topicforest.engine.answer_types import Values, states
@@ -85,7 +86,7 @@ def recall_exchanges(
     # Each hit's exchange: a reply's question is the message before it, a question's reply the
     # one after (same thread, both graduated); one fetch for hits, neighbours and `also`.
     wanted = {n for m in scores for n in (m - 1, m, m + 1) if n in forest}
-    wanted.update(n for m in list(scores)[:CONTINUED_HITS] for n in (m + 2, m + 3) if n in forest)
+    wanted.update(n for m in islice(scores, CONTINUED_HITS) for n in (m + 2, m + 3) if n in forest)
     messages = {m.id: m for m in log.get_many(sorted(wanted.union(also)))} if wanted or also else {}
     if not scores:
         return {}
