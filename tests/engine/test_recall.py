@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from topicforest.engine.recall import ABBREVIATION_SHARE, MAX_POSTINGS, RecallIndex
+from topicforest.engine.recall import (
+    ABBREVIATION_SHARE,
+    MAX_POSTINGS,
+    RARITY_POWER,
+    RecallIndex,
+)
 
 
 def index_of(postings: dict[str, range], messages: int) -> RecallIndex:
@@ -21,6 +26,18 @@ def test_the_rarest_terms_rank_first_and_the_newer_of_equals_wins() -> None:
     idf = {"build_loader": 5.0, "loader": 2.0}
     best = index.search(index.weights({"build_loader": 1, "loader": 1}, idf), limit=3)
     assert [mid for mid, _ in best[:2]] == [6, 5]
+
+
+def test_a_rare_name_the_question_shares_outweighs_two_common_words() -> None:
+    """IDF's log scale alone let two common words outvote the one name that says what was
+    asked about."""
+    index = index_of(
+        {"removeoncomplete": range(3, 4), "queue": range(10, 20), "redis": range(10, 20)},
+        messages=400,  # (the newest of equals wins: these are all old)
+    )
+    idf = {"removeoncomplete": 4.0, "queue": 2.3, "redis": 2.3}
+    weights = index.weights(["removeoncomplete", "queue", "redis"], idf)
+    assert index.search(weights, limit=1)[0][0] == 3
 
 
 def test_scoring_stops_adding_common_terms_past_the_postings_bound() -> None:
@@ -53,6 +70,7 @@ def test_a_code_word_that_abbreviates_a_question_word_is_found_at_a_share_of_its
     index = index_of({"meas": range(3, 4), "measurement": range(7, 8)}, messages=40)
     idf = {"meas": 4.0, "measurement": 4.0, "me": 1.0}
     weights = index.weights(["measurement"], idf)
-    assert weights == {"measurement": 4.0, "meas": 4.0 * ABBREVIATION_SHARE}
+    weight = 4.0**RARITY_POWER
+    assert weights == {"measurement": weight, "meas": weight * ABBREVIATION_SHARE}
     assert [mid for mid, _ in index.search(weights)] == [7, 3]  # the word itself first
-    assert index.weights(["meas"], idf) == {"meas": 4.0}  # too short to be shortened
+    assert index.weights(["meas"], idf) == {"meas": weight}  # too short to be shortened
