@@ -36,8 +36,9 @@ CONTINUATION_SHARE = 0.4
 # A question and its answer that both match say the question's words twice: counted in full,
 # an exchange whose question repeated the subject outranked an answer that held the fact after a
 # question in other words ("deployed. also: memory is climbing"). The lesser match counts at
-# this share. (Dev with a query 306 -> 309 of 334, external 128 -> 130 of 133, held-out 41 of 60
-# unchanged; at 0.5 / 0.6 / 0.8: 306 / 306 / 308.)
+# this share. (Against the sum, with a query: dev 306 -> 309 of 334, external 128 -> 130 of 133;
+# with query terms weighed by `RARITY_POWER` too: dev 311 -> 310, held-out 44 -> 45 of 60, at
+# 1,024 tokens external 119 -> 122, back-to-back 285 -> 288 of 320.)
 SECOND_MATCH_SHARE = 0.7
 CONTINUED_HITS = 3  # the best hits whose following messages are read for it
 
