@@ -57,6 +57,23 @@ class CountingLog(InMemoryMessageLog):
         return super().get_many(ids)
 
 
+# Exchanges on another subject: what a test's own exchanges sit among.
+UNRELATED = [
+    ("The storefront webpack build is slow", "Turn on the filesystem cache in webpack.config.js."),
+    ("And the bundle?", "Split vendor chunks and lazy-load the checkout route."),
+]
+
+
+def replayed(exchanges: Iterable[tuple[str, str]], budget: int = 2048) -> ContextWindow:
+    """A window whose thread "t" said `exchanges` (question, answer) and graduated them all."""
+    window = ContextWindow(WindowConfig(history_budget=budget))
+    for question, answer in exchanges:
+        window.append("t", "user", question)
+        window.append("t", "assistant", answer)
+    window.flush_thread("t")
+    return window
+
+
 def message(id_: int, role: str, text: str) -> Message:
     """A message of thread "t", its tokens estimated."""
     return Message(id_, "t", role, text, 0.0, estimate_tokens(text))

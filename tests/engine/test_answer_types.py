@@ -3,10 +3,11 @@ message, and the line of it, that states one: they share few of the question's w
 
 from __future__ import annotations
 
-from topicforest.engine import ContextWindow, WindowConfig
 from topicforest.engine.answer_types import asked_for, states
 from topicforest.engine.passages import excerpt
 from topicforest.engine.tokens import estimate_tokens
+
+from .helpers import UNRELATED, replayed
 
 
 def test_the_kind_of_value_a_question_asks_for() -> None:
@@ -45,17 +46,10 @@ OTHER = (
     "Which base does the docker image for the trainer start from?",
     "The docker image for the trainer starts from the CUDA runtime base, pinned by digest.",
 )
-LATER = [
-    ("The storefront webpack build is slow", "Turn on the filesystem cache in webpack.config.js."),
-    ("And the bundle?", "Split vendor chunks and lazy-load the checkout route."),
-]
 
 
 def test_recall_prefers_the_exchange_that_states_the_kind_of_value_asked_for() -> None:
-    window = ContextWindow(WindowConfig(history_budget=180))  # recall has room for one exchange
-    for question, answer in [SIZE, OTHER, *LATER * 3]:  # the size is the older of the two
-        window.append("t", "user", question)
-        window.append("t", "assistant", answer)
-    window.flush_thread("t")
+    # the size is the older of the two; recall has room for one exchange
+    window = replayed([SIZE, OTHER, *UNRELATED * 3], budget=180)
     asked = window.render(query="How big is the docker image for the trainer?", thread_id="t")
     assert "6.8 GB" in asked.text()

@@ -3,11 +3,11 @@ hot zone's oldest exchanges that have nothing to do with it; the rest stays verb
 
 from __future__ import annotations
 
-from topicforest.engine import ContextWindow, WindowConfig
+from topicforest.engine import ContextWindow
 from topicforest.engine.hot_zone import yield_to_question
 from topicforest.engine.messages import Message
 
-from .helpers import message
+from .helpers import message, replayed
 
 OLD_WORK = [
     (
@@ -33,12 +33,9 @@ HOT_WORK = [
 QUESTION = "What was the vault path for the Grafana admin password?"
 
 
-def replayed(budget: int = 700) -> ContextWindow:
-    window = ContextWindow(WindowConfig(history_budget=budget))
-    for question, answer in OLD_WORK:
-        window.append("t", "user", question)
-        window.append("t", "assistant", answer)
-    window.flush_thread("t")
+def worked(budget: int = 700) -> ContextWindow:
+    """The old work graduated, the hot work still hot."""
+    window = replayed(OLD_WORK, budget)
     for question, answer in HOT_WORK:
         window.append("t", "user", question)
         window.append("t", "assistant", answer)
@@ -46,7 +43,7 @@ def replayed(budget: int = 700) -> ContextWindow:
 
 
 def test_a_question_that_reaches_back_takes_the_room_of_unrelated_hot_exchanges() -> None:
-    window = replayed()
+    window = worked()
     hot = window.hot_messages("t")
     assert len(hot) == 4  # both storefront exchanges are hot
     asked = window.render(query=QUESTION, thread_id="t")
@@ -59,7 +56,7 @@ def test_a_question_that_reaches_back_takes_the_room_of_unrelated_hot_exchanges(
 
 
 def test_in_a_chat_turn_the_question_and_the_exchange_it_follows_stay() -> None:
-    window = replayed()
+    window = worked()
     question = window.append("t", "user", QUESTION)  # a turn stores the question, then renders
     hot = window.hot_messages("t")
     asked = window.render(query=QUESTION, thread_id="t")

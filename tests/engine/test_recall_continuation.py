@@ -3,8 +3,10 @@ diagnosis, and what fixed it comes in the reply to the follow-up, in words of it
 
 from __future__ import annotations
 
-from topicforest.engine import ContextWindow, WindowConfig
+from topicforest.engine import ContextWindow
 from topicforest.engine.render_recall import recall_exchanges, recall_hits
+
+from .helpers import UNRELATED, replayed
 
 CRASH = [
     (
@@ -18,10 +20,6 @@ CRASH = [
         "max_depth = 4096 in importer/parse.py.",
     ),
 ]
-OTHER = [
-    ("The storefront webpack build is slow", "Turn on the filesystem cache in webpack.config.js."),
-    ("And the bundle?", "Split vendor chunks and lazy-load the checkout route."),
-]
 QUESTION = "Why did the nightly import crash on the supplier feed?"
 
 
@@ -32,12 +30,7 @@ def recalled_text(window: ContextWindow, room: int) -> str:
 
 
 def conversation() -> ContextWindow:
-    window = ContextWindow(WindowConfig(history_budget=2048))
-    for question, answer in CRASH + OTHER * 3:
-        window.append("t", "user", question)
-        window.append("t", "assistant", answer)
-    window.flush_thread("t")
-    return window
+    return replayed(CRASH + UNRELATED * 3)
 
 
 def test_the_reply_to_the_follow_up_comes_with_the_best_exchange() -> None:

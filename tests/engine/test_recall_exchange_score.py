@@ -3,8 +3,9 @@ that names it again are one match said twice, not two."""
 
 from __future__ import annotations
 
-from topicforest.engine import ContextWindow, WindowConfig
 from topicforest.engine.render_recall import exchange_score, recall_exchanges, recall_hits
+
+from .helpers import UNRELATED, replayed
 
 QUESTION = "Why does the invoice email queue grow in Redis?"
 ANSWER = (  # the fact, after a question in other words
@@ -15,10 +16,6 @@ SUBJECT = (  # the subject named twice, and no answer
     "Is the invoice queue on its own?",
     "No, the email worker shares Redis with the cache.",
 )
-OTHER = [
-    ("The storefront webpack build is slow", "Turn on the filesystem cache in webpack.config.js."),
-    ("And the bundle?", "Split vendor chunks and lazy-load the checkout route."),
-]
 
 
 def test_the_lesser_match_of_an_exchange_counts_in_part() -> None:
@@ -27,12 +24,8 @@ def test_the_lesser_match_of_an_exchange_counts_in_part() -> None:
 
 
 def test_an_answer_outranks_a_question_and_reply_that_only_name_the_subject() -> None:
-    window = ContextWindow(WindowConfig(history_budget=2048))
     # apart (the subject's exchange is no follow-up of the answer's) and newer (no help from age)
-    for question, answer in [ANSWER, *OTHER, SUBJECT, *OTHER * 2]:
-        window.append("t", "user", question)
-        window.append("t", "assistant", answer)
-    window.flush_thread("t")
+    window = replayed([ANSWER, *UNRELATED, SUBJECT, *UNRELATED * 2])
     recall = recall_hits(window, window.embedder.embed_query(QUESTION))
     chosen = recall_exchanges(window, recall, 100, [])
     pieces = [piece for topic in chosen.values() for piece in topic]
