@@ -16,6 +16,7 @@ from topicforest.engine.summarize import (
     SummaryRequest,
     SummaryResult,
 )
+from topicforest.engine.summarize.extractive import Digest
 from topicforest.engine.summarize.litellm_summarizer import LiteLLMSummarizer
 from topicforest.testing.stub_llm import StubLLM
 
@@ -191,3 +192,59 @@ async def test_self_hosted_server_needs_no_api_key(monkeypatch: pytest.MonkeyPat
         result = await summarizer.summarize(request)
         assert result.model == "openai/local" and result.text
         assert stub.calls("summary")
+
+
+OLDER_EXCHANGE = [
+    "Partners hammer POST /invoices from scripts all day. I want a rate limit per API key in "
+    "Redis, and the limit should be configurable per partner because two of them batch at night.",
+    "Count each request with INCR on a key per API key and minute in app/middleware/ratelimit.py. "
+    "Let the key expire after 60 seconds so nothing accumulates. Read the partner's limit from "
+    "the partners table and cache it for five minutes.",
+]
+NEWER_EXCHANGES = [
+    "Alembic revision 0042 adds the due_date column to invoices, but alembic upgrade head fails "
+    "on my machine with a missing revision error. What happened to my local database?",
+    "Your alembic_version row still points at a revision that was deleted when the branch was "
+    "rebased. Stamp the database to the current head first, then upgrade again.",
+    "After the stamp, the 0042 migration hits a lock timeout on the staging Postgres because the "
+    "invoices table is busy during the day. Can we make it safer?",
+    "Set lock_timeout to five seconds in alembic/env.py so the migration gives up quickly instead "
+    "of queueing behind traffic, and retry it off-peak.",
+]
+
+
+def older_exchange_joins_summarized_topic() -> tuple[ContextWindow, int]:
+    """A window whose summarized topic (messages 3-6) is joined by an older exchange (1-2)."""
+    window = ContextWindow(WindowConfig(history_budget=2048))
+    for n, text in enumerate(OLDER_EXCHANGE + NEWER_EXCHANGES):
+        window.append("main", "user" if n % 2 == 0 else "assistant", text)
+    window.flush_thread("main")
+    older, newer = window.forest.find(1), window.forest.find(3)
+    if older == newer or window.forest.find(6) != newer:
+        pytest.fail("the test did not manage to make two topics")
+    (job,) = [j for j in window.summary_jobs(force=True) if j.topic_id == newer]
+    assert window.apply_summary(job, ExtractiveSummarizer().summarize_now(job.request))
+    return window, window._union(older, newer)
+
+
+def test_messages_that_join_a_summarized_topic_from_before_it_are_told_first() -> None:
+    window, survivor = older_exchange_joins_summarized_topic()
+    (job,) = [j for j in window.summary_jobs(force=True) if j.topic_id == survivor]
+    request = job.request
+    assert [m.id for m in request.messages] == [1, 2] and request.earlier == 2
+    transcript = request.transcript()
+    assert transcript.index("Partners hammer") < transcript.index("# EARLIER SUMMARY")
+    # the offline summary reads in conversation order too: the older exchange's sentences first
+    digest = Digest(request.previous_summary, request.messages, earlier=request.earlier)
+    told = [n for n, source in enumerate(digest.sources) if source[0] < 0]  # the summary's
+    own = [n for n, source in enumerate(digest.sources) if source[0] >= 0]
+    assert told and own and max(own) < min(told)
+    summary = ExtractiveSummarizer().summarize_now(request).text
+    assert "Partners hammer" in summary
+
+
+def test_a_topic_lists_and_expands_its_messages_in_conversation_order() -> None:
+    window, survivor = older_exchange_joins_summarized_topic()
+    assert window.forest.members(survivor) != sorted(window.forest.members(survivor))
+    assert [m.id for m in window.members(survivor)] == [1, 2, 3, 4, 5, 6]
+    assert [m.id for m in window.expand(survivor)] == [1, 2, 3, 4, 5, 6]

@@ -96,7 +96,8 @@ class SummaryJobs:
                 continue
             if not force:  # an exchange that may still change topic is summarized later
                 fresh = [m for m in fresh if self.refiner.settled(m)]
-            pending = self.log.get_many(fresh)
+            # in conversation order: a merge or a move appends members out of it
+            pending = sorted(self.log.get_many(fresh), key=lambda m: m.id)
             size = sum(m.tokens for m in pending)
             batch_size = self.config.summary_batch_tokens
             due = force or size >= batch_size or (idle and not summary and size >= batch_size // 2)
@@ -117,6 +118,7 @@ class SummaryJobs:
                     target_tokens or self.summary_target(),
                     max(MIN_SUMMARY_TOKENS, (size + (summary.tokens if summary else 0)) // 2),
                 ),
+                earlier=_before(batch, summary),
             )
             jobs.append(
                 SummaryJob(root, self.forest.version(root), request, tuple(m.id for m in batch))
@@ -223,3 +225,12 @@ class SummaryJobs:
         for message in [*self.log.get_many(members), *job.request.messages]:
             phrases.update(message_phrases(message.content))
         return self.titles.offline(job.topic_id, phrases)
+
+
+def _before(batch: list[Message], summary: Summary | None) -> int:
+    """How many of `batch` (in conversation order) came before every message `summary` covers:
+    they joined the topic after it was summarized, and its story starts with them."""
+    if summary is None or not summary.covered:
+        return 0
+    first = min(summary.covered)
+    return sum(1 for m in batch if m.id < first)

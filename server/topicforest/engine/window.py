@@ -383,7 +383,9 @@ class ContextWindow(SummaryJobs, Reshaping, KeyLineUpkeep, Forgetting):
         return self.titles.title(root)
 
     def members(self, topic_id: int) -> list[Message]:
-        return self.log.get_many(self.forest.members(self._root(topic_id)))
+        """The topic's messages in conversation order (a merge or a move appends members out
+        of it; ids grow with time)."""
+        return self.log.get_many(sorted(self.forest.members(self._root(topic_id))))
 
     def _root(self, topic_id: object) -> int:
         if not isinstance(topic_id, int) or isinstance(topic_id, bool):

@@ -98,24 +98,28 @@ def quote_message(message: Message) -> str:
     return quote(f"{message.role}: {message.content}")
 
 
-def format_transcript(messages: Sequence[Message], previous_summary: str | None = None) -> str:
-    """The conversation part of a summarize prompt: role headers we write, quoted content."""
-    parts: list[str] = []
+def format_transcript(
+    messages: Sequence[Message], previous_summary: str | None = None, earlier: int = 0
+) -> str:
+    """The conversation part of a summarize prompt: role headers we write, quoted content, in
+    conversation order (the first `earlier` messages come before the earlier summary)."""
+    parts = [f"# {m.role.upper()}\n{quote(m.content)}" for m in messages]
     if previous_summary:
-        parts.append("# EARLIER SUMMARY\n" + quote(previous_summary))
-    for message in messages:
-        parts.append(f"# {message.role.upper()}\n{quote(message.content)}")
+        parts.insert(min(earlier, len(parts)), "# EARLIER SUMMARY\n" + quote(previous_summary))
     return "\n\n".join(parts)
 
 
 @dataclass(frozen=True)
 class SummaryRequest:
-    messages: tuple[Message, ...]
+    messages: tuple[Message, ...]  # in conversation order
     previous_summary: str | None = None
     target_tokens: int = 200
+    # How many of `messages` (the first ones) came before everything `previous_summary` tells:
+    # they joined the topic after it was summarized (a merge, a re-clustering move).
+    earlier: int = 0
 
     def transcript(self) -> str:
-        return format_transcript(self.messages, self.previous_summary)
+        return format_transcript(self.messages, self.previous_summary, self.earlier)
 
 
 @dataclass(frozen=True)

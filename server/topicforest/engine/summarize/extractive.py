@@ -138,10 +138,15 @@ class Digest:
     """A text cut into scored sentences and named things, ready to be cut to any size quickly."""
 
     def __init__(
-        self, previous_summary: str | None, messages: Sequence[Message], known: str = ""
+        self,
+        previous_summary: str | None,
+        messages: Sequence[Message],
+        known: str = "",
+        earlier: int = 0,
     ) -> None:
         """`known`: text the reader sees anyway (a render's topic header): its names are not
-        offered again."""
+        offered again. `earlier`: how many of `messages` (the first ones) came before what
+        `previous_summary` tells (`SummaryRequest.earlier`): their sentences go first."""
         units: list[tuple[str, str]] = []  # (speaker prefix, sentence)
         found: list[Sequence[str]] = []  # what each sentence names
         mentions: list[Sequence[str]] = []  # the same, and each name an earlier summary listed
@@ -156,17 +161,24 @@ class Digest:
                 mentions.append(found[-1])
                 self.sources.append(source)
 
-        earlier = _sentences(previous_summary or "")
-        for sentence in earlier:  # our own lists of names: each name a mention of its own, and
+        told = _sentences(previous_summary or "")
+        for sentence in told:  # our own lists of names: each name a mention of its own, and
             if sentence.startswith(ALSO):  # older than the sentences that summary kept
                 mentions += [[name] for name in sentence[len(ALSO) :].rstrip(".").split(", ")]
-        for sentence in earlier:
+
+        def add_messages(numbers: range) -> None:
+            for number in numbers:
+                message = messages[number]
+                speaker = "I said" if message.role == "user" else "You said"
+                for sentence, block in _message_units(message.content):
+                    add(speaker, sentence, (number, block))
+
+        first = min(max(earlier, 0), len(messages))
+        add_messages(range(first))  # in conversation order: what came before the summary
+        for sentence in told:
             if not sentence.startswith((ALSO, LEAD)):  # the lead is written anew below
                 add("", sentence)
-        for number, message in enumerate(messages):
-            speaker = "I said" if message.role == "user" else "You said"
-            for sentence, block in _message_units(message.content):
-                add(speaker, sentence, (number, block))
+        add_messages(range(first, len(messages)))
         n = len(units)
         scored = []
         for position, ((_, sentence), ents) in enumerate(zip(units, found, strict=True)):
@@ -270,7 +282,7 @@ class ExtractiveSummarizer:
 
     def summarize_now(self, request: SummaryRequest) -> SummaryResult:
         """Synchronous core, also used where no event loop is running."""
-        digest = Digest(request.previous_summary, request.messages)
+        digest = Digest(request.previous_summary, request.messages, earlier=request.earlier)
         summary = digest.summary(request.target_tokens) if digest.units else _fallback(request)
         return SummaryResult(
             text=summary,
