@@ -213,8 +213,9 @@ NEWER_EXCHANGES = [
 ]
 
 
-def older_exchange_joins_summarized_topic() -> tuple[ContextWindow, int]:
-    """A window whose summarized topic (messages 3-6) is joined by an older exchange (1-2)."""
+def older_exchange_joins_summarized_topic(summarized: bool = True) -> tuple[ContextWindow, int]:
+    """A window whose topic (messages 3-6, `summarized` or not) is joined by an older exchange
+    (1-2): its member list is [3, 4, 5, 6, 1, 2]."""
     window = ContextWindow(WindowConfig(history_budget=2048))
     for n, text in enumerate(OLDER_EXCHANGE + NEWER_EXCHANGES):
         window.append("main", "user" if n % 2 == 0 else "assistant", text)
@@ -222,8 +223,9 @@ def older_exchange_joins_summarized_topic() -> tuple[ContextWindow, int]:
     older, newer = window.forest.find(1), window.forest.find(3)
     if older == newer or window.forest.find(6) != newer:
         pytest.fail("the test did not manage to make two topics")
-    (job,) = [j for j in window.summary_jobs(force=True) if j.topic_id == newer]
-    assert window.apply_summary(job, ExtractiveSummarizer().summarize_now(job.request))
+    if summarized:
+        (job,) = [j for j in window.summary_jobs(force=True) if j.topic_id == newer]
+        assert window.apply_summary(job, ExtractiveSummarizer().summarize_now(job.request))
     return window, window._union(older, newer)
 
 
@@ -248,3 +250,11 @@ def test_a_topic_lists_and_expands_its_messages_in_conversation_order() -> None:
     assert window.forest.members(survivor) != sorted(window.forest.members(survivor))
     assert [m.id for m in window.members(survivor)] == [1, 2, 3, 4, 5, 6]
     assert [m.id for m in window.expand(survivor)] == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_topic_not_summarized_yet_is_quoted_in_conversation_order() -> None:
+    window, survivor = older_exchange_joins_summarized_topic(summarized=False)
+    assert window.forest.members(survivor) != sorted(window.forest.members(survivor))
+    text = window.render(thread_id="main").text()
+    starts = [text.index(t[:40]) for t in OLDER_EXCHANGE + NEWER_EXCHANGES]
+    assert starts == sorted(starts)
