@@ -248,6 +248,7 @@ def test_messages_that_join_a_summarized_topic_from_before_it_are_told_first() -
 def test_a_topic_lists_and_expands_its_messages_in_conversation_order() -> None:
     window, survivor = older_exchange_joins_summarized_topic()
     assert window.forest.members(survivor) != sorted(window.forest.members(survivor))
+    assert window.member_ids(survivor) == [1, 2, 3, 4, 5, 6]  # a preview's pages
     assert [m.id for m in window.members(survivor)] == [1, 2, 3, 4, 5, 6]
     assert [m.id for m in window.expand(survivor)] == [1, 2, 3, 4, 5, 6]
 

@@ -383,9 +383,12 @@ class ContextWindow(SummaryJobs, Reshaping, KeyLineUpkeep, Forgetting):
         return self.titles.title(root)
 
     def members(self, topic_id: int) -> list[Message]:
-        """The topic's messages in conversation order (a merge or a move appends members out
-        of it; ids grow with time)."""
-        return self.log.get_many(sorted(self.forest.members(self._root(topic_id))))
+        return self.log.get_many(self.member_ids(topic_id))
+
+    def member_ids(self, topic_id: int) -> list[int]:
+        """The topic's message ids in conversation order (a merge or a move appends members
+        out of it; ids grow with time)."""
+        return sorted(self.forest.members(self._root(topic_id)))
 
     def _root(self, topic_id: object) -> int:
         if not isinstance(topic_id, int) or isinstance(topic_id, bool):

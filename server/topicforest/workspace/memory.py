@@ -260,7 +260,7 @@ class WorkspaceMemory:
         topic = self.window.topic(topic_id)
         if not offset and limit is None:
             return topic, self.window.members(topic_id)
-        ids = sorted(self.window.forest.members(topic.id))  # conversation order, as `members`
+        ids = self.window.member_ids(topic.id)
         page = ids[offset:] if limit is None else ids[offset : offset + limit]
         return topic, self.window.log.get_many(page)
 
