@@ -189,7 +189,8 @@ def test_a_title_leads_with_the_topic_files() -> None:
 
 def test_uncovered_members_follow_graduation_summaries_and_merges() -> None:
     """`uncovered` is remembered between renders; it must always equal a fresh scan of the
-    members, whatever changed: new members, full and partial summaries, merges."""
+    members (in conversation order), whatever changed: new members, full and partial summaries,
+    merges."""
     from dataclasses import replace
 
     from topicforest.engine.summarize.base import SummaryResult
@@ -202,7 +203,7 @@ def test_uncovered_members_follow_graduation_summaries_and_merges() -> None:
         for root in window.forest.live_roots():
             summary = window.summaries.get(root)
             covered = summary.covered if summary else set()
-            scan = [m for m in window.forest.members(root) if m not in covered]
+            scan = sorted(m for m in window.forest.members(root) if m not in covered)
             assert window.uncovered(root) == scan
 
     for i in range(12):

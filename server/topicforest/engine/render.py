@@ -370,7 +370,7 @@ def _topic_block(
     ids: list[int] = []
     chosen: list[KeyLine] = []
     lines = window.key_lines(root) if not qvec else None
-    pending = sorted(m for m in window.uncovered(root) if m not in shown_elsewhere) if dirty else []
+    pending = [m for m in window.uncovered(root) if m not in shown_elsewhere] if dirty else []
     pending = _quotable(pending, room)
     verbatim = window.log.get_many(pending) if pending else []
     base = count(quote(summary_text)) + 1 if summary else 0

@@ -96,8 +96,7 @@ class SummaryJobs:
                 continue
             if not force:  # an exchange that may still change topic is summarized later
                 fresh = [m for m in fresh if self.refiner.settled(m)]
-            # in conversation order: a merge or a move appends members out of it
-            pending = sorted(self.log.get_many(fresh), key=lambda m: m.id)
+            pending = self.log.get_many(fresh)
             size = sum(m.tokens for m in pending)
             batch_size = self.config.summary_batch_tokens
             due = force or size >= batch_size or (idle and not summary and size >= batch_size // 2)
@@ -134,7 +133,8 @@ class SummaryJobs:
         return dataclasses.replace(message, content=text, tokens=self.count(text))
 
     def uncovered(self, root: int) -> list[int]:
-        """The topic's members no summary covers yet, in member order.
+        """The topic's members no summary covers yet, in conversation order (a merge or a move
+        appends members out of it; ids grow with time).
 
         Remembered until the topic or its summary changes: a render meets every dirty topic,
         and scanning a big topic's members each time cost a millisecond per turn at 10k. After
@@ -166,9 +166,11 @@ class SummaryJobs:
             if gone or len(covered) != cached.covered or cached.summary is not summary:
                 left = set(gone)  # else the remembered ones all stand (a big topic's thousands)
                 ids = [m for m in ids if m not in left and m not in covered]
-            ids = ids + [m for m in appended if m not in covered]
+            new = [m for m in appended if m not in covered]
+            if new:  # appended in order after the rest, unless a merge or move brought older ones
+                ids = ids + new if not ids or ids[-1] < min(new) else sorted(ids + new)
         else:
-            ids = [m for m in members if m not in covered]
+            ids = sorted(m for m in members if m not in covered)
         if len(self._uncovered) > 4 * self.config.max_topics + 64:
             self._uncovered.clear()
         self._uncovered[root] = Uncovered(info.version, summary, len(covered), list(members), ids)
