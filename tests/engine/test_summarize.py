@@ -213,10 +213,12 @@ NEWER_EXCHANGES = [
 ]
 
 
-def older_exchange_joins_summarized_topic(summarized: bool = True) -> tuple[ContextWindow, int]:
+def older_exchange_joins_summarized_topic(
+    summarized: bool = True, budget: int = 2048
+) -> tuple[ContextWindow, int]:
     """A window whose topic (messages 3-6, `summarized` or not) is joined by an older exchange
     (1-2): its member list is [3, 4, 5, 6, 1, 2]."""
-    window = ContextWindow(WindowConfig(history_budget=2048))
+    window = ContextWindow(WindowConfig(history_budget=budget))
     for n, text in enumerate(OLDER_EXCHANGE + NEWER_EXCHANGES):
         window.append("main", "user" if n % 2 == 0 else "assistant", text)
     window.flush_thread("main")
@@ -259,3 +261,14 @@ def test_a_topic_not_summarized_yet_is_quoted_in_conversation_order() -> None:
     text = window.render(thread_id="main").text()
     starts = [text.index(t[:40]) for t in OLDER_EXCHANGE + NEWER_EXCHANGES]
     assert starts == sorted(starts)
+
+
+@pytest.mark.parametrize("budget", [2048, 300])  # quoted whole; a digest of summary and messages
+def test_a_summarized_topic_quotes_messages_from_before_its_summary_first(budget: int) -> None:
+    window, survivor = older_exchange_joins_summarized_topic(budget=budget)
+    assert window.uncovered(survivor) == [1, 2]
+    text = window.render(thread_id="main").text()
+    block = text[text.index(f"## Topic {survivor}:") :]
+    older, summarized = "Partners hammer", "Alembic revision 0042 adds"  # what the summary tells
+    assert older in block and summarized in block
+    assert block.index(older) < block.index(summarized)

@@ -389,13 +389,15 @@ def _topic_block(
     elif not dirty and summary:
         parts += _quoted(fit_summary(window, root, summary_text, room))
     elif dirty:
-        messages = verbatim
+        # in conversation order: messages that joined from before the summary come first
+        earlier = summary.before(verbatim) if summary else 0
         if fits:
             ids = pending  # everything fits verbatim
+            parts += [quote_message(m) for m in verbatim[:earlier]]
             parts += _quoted(summary_text)
-            parts += [quote_message(m) for m in messages]
+            parts += [quote_message(m) for m in verbatim[earlier:]]
         elif room >= MIN_SUMMARY_ROOM:  # a live extractive digest of summary + new messages
-            digest = _digest(window, root, summary_text or None, messages, window.title(root))
+            digest = _digest(window, root, summary_text or None, verbatim, earlier)
             parts += _quoted(digest.select(room - 2, RENDER_SENTENCE_SHARE))
     body = "\n".join(parts)
     mode: Mode = ("summary+messages" if dirty else "summary") if summary else "messages"
@@ -437,23 +439,28 @@ def fit_summary(window: RenderSource, root: int, text: str, room: int) -> str:
         return text
     if room < MIN_SUMMARY_ROOM:
         return ""
-    title = window.title(root)
-    digest = _digest(window, root, text, [], title)
+    digest = _digest(window, root, text, [])
     return digest.select(room - 2, RENDER_SENTENCE_SHARE)  # no lead: the header names the topic
 
 
 def _digest(
-    window: RenderSource, root: int, previous: str | None, messages: list[Message], title: str
+    window: RenderSource,
+    root: int,
+    previous: str | None,
+    messages: list[Message],
+    earlier: int = 0,
 ) -> Digest:
     """The window's cached digest of topic `root`'s summary and messages, built on first use;
     the cache stays small. Keyed by what it is made of, so a query that recalls none of these
     messages finds the digest the last render built.
 
-    Names the topic's header (`title`) already shows are not offered again."""
-    key = (root, hash(previous), hash(tuple(m.id for m in messages)), hash(title))
+    Names the topic's header (its title) already shows are not offered again; the first
+    `earlier` messages came before what `previous` tells, and their sentences go first."""
+    title = window.title(root)
+    key = (root, hash(previous), hash(tuple(m.id for m in messages)), hash(title), earlier)
     digest = window.summary_digests.get(key)
     if digest is None:
         if len(window.summary_digests) > 4 * window.config.max_topics + 64:
             window.summary_digests.clear()
-        digest = window.summary_digests[key] = Digest(previous, messages, title)
+        digest = window.summary_digests[key] = Digest(previous, messages, title, earlier)
     return digest

@@ -35,6 +35,15 @@ class Summary:
     tokens: int
     model: str
 
+    def before(self, messages: Sequence[Message]) -> int:
+        """How many of `messages` (in conversation order) came before every message this
+        summary covers: they joined the topic after it was made, and its story starts with
+        them (`SummaryRequest.earlier`)."""
+        if not self.covered:
+            return 0
+        first = min(self.covered)
+        return sum(1 for m in messages if m.id < first)
+
 
 @dataclass(slots=True)
 class Spend:

@@ -117,7 +117,7 @@ class SummaryJobs:
                     target_tokens or self.summary_target(),
                     max(MIN_SUMMARY_TOKENS, (size + (summary.tokens if summary else 0)) // 2),
                 ),
-                earlier=_before(batch, summary),
+                earlier=summary.before(batch) if summary else 0,
             )
             jobs.append(
                 SummaryJob(root, self.forest.version(root), request, tuple(m.id for m in batch))
@@ -227,12 +227,3 @@ class SummaryJobs:
         for message in [*self.log.get_many(members), *job.request.messages]:
             phrases.update(message_phrases(message.content))
         return self.titles.offline(job.topic_id, phrases)
-
-
-def _before(batch: list[Message], summary: Summary | None) -> int:
-    """How many of `batch` (in conversation order) came before every message `summary` covers:
-    they joined the topic after it was summarized, and its story starts with them."""
-    if summary is None or not summary.covered:
-        return 0
-    first = min(summary.covered)
-    return sum(1 for m in batch if m.id < first)
