@@ -7,7 +7,7 @@ import pytest
 from topicforest.engine import ContextWindow, InvalidMessage, UnknownTopic, WindowConfig
 from topicforest.engine.render import MEMORY_HEADER
 
-from .helpers import TOPICS, filled_window
+from .helpers import TOPICS, exchange, filled_window
 
 
 def test_hot_zone_stays_within_half_budget_and_starts_at_a_user_turn() -> None:
@@ -290,3 +290,21 @@ def test_prepare_render_does_ahead_what_the_next_question_would_do_first() -> No
     without = unprepared.render(question, thread_id="main")
     assert unprepared.summary_digests  # built by the question's render instead
     assert with_prepare == without
+
+
+def test_uncovered_members_stay_in_conversation_order_when_a_merge_appends_out_of_order() -> None:
+    """A merge appends the other topic's member list, itself out of order after a merge of its
+    own ([7, 8, 5, 6]); the remembered uncovered members must come out sorted all the same."""
+    window = ContextWindow(WindowConfig(history_budget=4096))
+    for topic, n in (("loader", 0), ("loader", 1), ("docker", 0), ("auth", 0)):
+        for role, text in zip(("user", "assistant"), exchange(topic, n), strict=True):
+            window.append("main", role, text)
+    window.flush_thread("main")
+    loader, docker, auth = (window.forest.find(i) for i in (1, 5, 7))
+    if len({loader, docker, auth}) < 3 or window.forest.members(loader) != [1, 2, 3, 4]:
+        pytest.fail("the test did not manage to make three topics")
+    joined = window._union(auth, docker)  # equal sizes: the first keeps its list first
+    assert window.forest.members(joined) == [7, 8, 5, 6]
+    assert window.uncovered(loader) == [1, 2, 3, 4]  # remembered
+    survivor = window._union(loader, joined)
+    assert window.uncovered(survivor) == [1, 2, 3, 4, 5, 6, 7, 8]

@@ -166,9 +166,10 @@ class SummaryJobs:
             if gone or len(covered) != cached.covered or cached.summary is not summary:
                 left = set(gone)  # else the remembered ones all stand (a big topic's thousands)
                 ids = [m for m in ids if m not in left and m not in covered]
-            new = [m for m in appended if m not in covered]
-            if new:  # appended in order after the rest, unless a merge or move brought older ones
-                ids = ids + new if not ids or ids[-1] < min(new) else sorted(ids + new)
+            # (a merge appends the other topic's list, which may itself be out of order)
+            new = sorted(m for m in appended if m not in covered)
+            if new:  # after the rest, unless a merge or move brought older ones
+                ids = ids + new if not ids or ids[-1] < new[0] else sorted(ids + new)
         else:
             ids = sorted(m for m in members if m not in covered)
         if len(self._uncovered) > 4 * self.config.max_topics + 64:
