@@ -118,6 +118,24 @@ def test_two_live_topics_never_share_a_title() -> None:
     assert all(t.startswith("Invoicing service (") for t in titles), titles
 
 
+def test_titles_follow_drops_restores_and_new_summaries_at_once() -> None:
+    window = ContextWindow(WindowConfig(history_budget=2048))
+    replay_sample(window)
+    jobs = window.summary_jobs(force=True)
+    for job in jobs:
+        window.apply_summary(job, SummaryResult("Title: Invoicing service\nI asked you.", "m"))
+    first, *others = [job.topic_id for job in jobs]
+    assert window.title(first).startswith("Invoicing service (")
+    for root in others:  # only one topic left live with the title: nothing to tell apart
+        window.drop(root)
+    assert window.title(first) == "Invoicing service"
+    window.restore(others[0])
+    assert window.title(first).startswith("Invoicing service (")
+    window.apply_summary(jobs[0], SummaryResult("Title: Refund webhooks\nI asked you.", "m"))
+    assert window.title(first) == "Refund webhooks"
+    assert window.title(others[0]) == "Invoicing service"
+
+
 def live_titles(path: Path) -> list[str]:
     window = replay_offline(path).window
     return [window.title(r) for r in window.forest.live_roots()]

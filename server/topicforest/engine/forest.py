@@ -31,6 +31,7 @@ class Forest:
         # topic's members still point at its old root), so `move` flattens a topic once, not on
         # every move: re-clustering moves many members and each flatten is O(topic size).
         self._flat: set[int] = set()
+        self.changes = 0  # bumps with every change to any topic (what a whole-forest cache keys on)
 
     # -- structure -------------------------------------------------------------------------
     def add(self, item: int) -> int:
@@ -41,6 +42,7 @@ class Forest:
         self._roots[item] = Root(order=self._next_order, members=[item])
         self._flat.add(item)
         self._next_order += 1
+        self.changes += 1
         return item
 
     def find(self, item: int) -> int:
@@ -67,6 +69,7 @@ class Forest:
         big_root.members.extend(small_root.members)
         big_root.version += small_root.version + 1
         big_root.dropped = big_root.dropped and small_root.dropped
+        self.changes += 1
         return big
 
     def attach(self, item: int, root: int) -> int:
@@ -75,6 +78,7 @@ class Forest:
         r = self._roots[root]
         r.members.append(item)
         r.version += 1
+        self.changes += 1
         return root
 
     def move(self, item: int, to_root: int) -> None:
@@ -91,6 +95,7 @@ class Forest:
         self._parent[item] = to_root
         info.version += 1
         target.version += 1
+        self.changes += 1
         if not info.members:
             del self._roots[source]
             self._flat.discard(source)
@@ -113,6 +118,7 @@ class Forest:
         for member in moved:
             self._parent[member] = new_root
         self._flat.add(new_root)
+        self.changes += 1
         return new_root
 
     def remove(self, items: set[int]) -> dict[int, int | None]:
@@ -142,6 +148,7 @@ class Forest:
                         self._parent[member] = new
                     self._flat.add(new)
             renamed[root] = new
+        self.changes += 1
         return renamed
 
     def _flatten(self, root: int) -> None:
@@ -180,6 +187,7 @@ class Forest:
                 for member in tail:
                     self._parent[member] = root
         self._next_order = next_order
+        self.changes += 1
 
     # -- queries ---------------------------------------------------------------------------
     def __contains__(self, item: object) -> bool:
@@ -229,9 +237,11 @@ class Forest:
     # -- user actions ----------------------------------------------------------------------
     def drop(self, root: int) -> None:
         self.root(root).dropped = True
+        self.changes += 1
 
     def restore(self, root: int) -> None:
         self.root(root).dropped = False
+        self.changes += 1
 
     # -- persistence -----------------------------------------------------------------------
     def snapshot(self) -> dict[str, object]:

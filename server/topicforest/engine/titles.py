@@ -61,15 +61,32 @@ class Titles:
         self.source = source
         self.limit = limit  # titles remembered at most
         self._stored: dict[tuple[int, int, int, str], str] = {}
+        self._live: tuple[object, dict[int, str]] = ((), {})
 
     def title(self, root: int) -> str:
         """The topic's title, told apart from any other live topic's with the same one."""
-        forest = self.source.forest
-        base = self.stored(root)
-        twins = [r for r in forest.live_roots() if self.stored(r).lower() == base.lower()]
-        if len(twins) < 2 or root not in twins:
-            return base
-        return self._told_apart(sorted(twins), base)[root]
+        live = self._live_titles()
+        return live[root] if root in live else self.stored(root)
+
+    def _live_titles(self) -> dict[int, str]:
+        """Every live topic's title, remembered while no topic's members, drop flag or summary
+        and no vocabulary epoch changes: a render asks for a title per block and header, and
+        telling twins apart looks at every live topic."""
+        source = self.source
+        state = (
+            source.embedder.epoch,
+            source.forest.changes,
+            tuple((r, s.text) for r, s in source.summaries.items()),
+        )
+        if state != self._live[0]:
+            live = {r: self.stored(r) for r in source.forest.live_roots()}
+            twins: dict[str, list[int]] = {}
+            for r, base in live.items():
+                twins.setdefault(base.lower(), []).append(r)
+            for group in (g for g in twins.values() if len(g) > 1):
+                live.update({r: self._told_apart(sorted(group), live[r])[r] for r in group})
+            self._live = (state, live)
+        return self._live[1]
 
     def stored(self, root: int) -> str:
         """The title stored with the topic's summary, else (before its first summary, or a
