@@ -31,7 +31,12 @@ OPENER_WORDS = 6
 # to the next exchange (returning every message that fit whole lost 6 facts of 334 on the dev set).
 WHOLE_MESSAGE = 128
 _SENTENCE_END = re.compile(r"(?<=[.!?:;])\s+(?=[A-Z`\"'(\[])")
-VALUE = re.compile(r"[=:]\s*\S|\b\d[\d_.,]*\b|--?[a-z][\w-]+")
+# A value: an assignment or key, a number (decimal; hex as `0x31` or a hash, id or UUID part
+# mixing digits and letters, `8e4f0001`), an option.
+VALUE = re.compile(
+    r"[=:]\s*\S|\b\d[\d_.,]*\b|--?[a-z][\w-]+"
+    r"|\b0[xX][0-9a-fA-F]+\b|\b(?=[0-9a-fA-F]{6,}\b)[a-fA-F]*\d[0-9a-fA-F]*\b"
+)
 _PATH_WORD = re.compile(r"[\w./-]+")
 _SUFFIXES = "ations ation ating ated ates ings ing ies ied ers er ed es s".split()
 
