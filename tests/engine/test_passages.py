@@ -40,3 +40,20 @@ def test_an_excerpt_never_quotes_a_list_marker_or_a_bracket_alone() -> None:
     got = excerpt(text, {"pool": 2.0, "descriptor": 1.0}, 24, estimate_tokens)
     passages = [p.strip() for p in got.split("…")]
     assert all(any(c.isalpha() for c in p) for p in passages), got
+
+
+def test_a_line_stating_a_hexadecimal_value_counts_as_stating_a_value() -> None:
+    # A service's UUID shares one common word with the question; the lines after it state
+    # `key: value` pairs. Hex (a UUID, a hash, 0x31) is a value as much as 300 is.
+    text = (
+        "Yes, a custom 128-bit service. Pick one random base UUID and number the "
+        "characteristics off it:\n\n"
+        "- service `8e4f0001-5b1a-4c2e-9d3f-2a6c1e7b0a10`\n"
+        "- `...0002...` records: notify, the log stream\n"
+        "- `...0003...` control point: write + indicate, commands and their results\n"
+        "- `...0004...` live: read, current sample\n\n"
+        "The live characteristic returns the same record, so the app needs one decoder."
+    )
+    query = {"uuid": 3.0, "custom": 1.0, "gatt": 2.0, "service": 1.0, "characteristic": 2.0}
+    got = excerpt(text, query, 60, estimate_tokens)
+    assert "8e4f0001-5b1a-4c2e-9d3f-2a6c1e7b0a10" in got, got
