@@ -23,7 +23,7 @@ from topicforest.engine.centroids import CentroidIndex
 from topicforest.engine.config import WindowConfig
 from topicforest.engine.embedding import Embedder, norm_sq
 from topicforest.engine.forest import Forest
-from topicforest.engine.hot_zone import MESSAGE_OVERHEAD, pack_hot, yield_to_question
+from topicforest.engine.hot_zone import MESSAGE_OVERHEAD, pack_hot, warm_terms, yield_to_question
 from topicforest.engine.keylines import KeyLine
 from topicforest.engine.messages import Message, MessageLog
 from topicforest.engine.recall import RecallIndex
@@ -167,8 +167,12 @@ def prepare(window: RenderSource, thread_id: str | None = None) -> None:
     uncovered members to look at, its digest to build and its newest messages to read (from a
     database server, perhaps); the first render after it pays for them. Rendering a question
     that recalls nothing does all of it (only recall depends on the question) ahead, off the
-    chat turn's critical path. The digests depend on the room the thread's hot zone leaves."""
+    chat turn's critical path. The digests depend on the room the thread's hot zone leaves, and
+    a question that recalls reads the terms of the hot zone's older exchanges (`yield_to_question`):
+    they are taken out now too."""
     _render(window, UNMATCHED, None, thread_id, None)
+    if thread_id:
+        warm_terms(window.hot_messages(thread_id))
 
 
 def _render(
