@@ -136,6 +136,20 @@ def test_titles_follow_drops_restores_and_new_summaries_at_once() -> None:
     assert window.title(others[0]) == "Invoicing service"
 
 
+def test_a_title_follows_a_summary_text_changed_in_place() -> None:
+    """A merge appends the absorbed topic's summary to the survivor's text in place (the same
+    Summary object): the remembered live titles must see that as a change."""
+    window = ContextWindow(WindowConfig(history_budget=2048))
+    replay_sample(window)
+    jobs = window.summary_jobs(force=True)
+    for job in jobs:
+        window.apply_summary(job, SummaryResult(f"Title: Topic {job.topic_id}\nI asked you.", "m"))
+    root = jobs[0].topic_id
+    assert window.title(root) == f"Topic {root}"
+    window.summaries[root].text = "Title: Refund webhooks\nI asked you."
+    assert window.title(root) == "Refund webhooks"
+
+
 def live_titles(path: Path) -> list[str]:
     window = replay_offline(path).window
     return [window.title(r) for r in window.forest.live_roots()]

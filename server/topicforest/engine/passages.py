@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import repeat
 
 from topicforest.engine.answer_types import Values, states
 from topicforest.engine.embedding import extract_terms, is_file_path
@@ -48,6 +49,7 @@ class Passage:
     file: str | None  # the file the passage's block or sentence names, if any
 
 
+@lru_cache(maxsize=8192)  # a query's and a passage's words recur; a word is a few dozen bytes
 def stem(word: str) -> str:
     """A light suffix strip: enough for `iterating`/`iteration`, `entities`/`entity`."""
     for suffix in _SUFFIXES:
@@ -132,32 +134,30 @@ def excerpt(
     value are left out; if none matches at all, the excerpt is empty. A short message that fits
     comes back whole, and an opener ("Good catch.") comes with the passage after it or not at
     all: alone it says nothing."""
-    passages = split_passages(text)
-    scored: list[tuple[float, int]] = []
-    best = 0.0
-    for position, passage in enumerate(passages):
-        match = sum(query_stems.get(s, 0.0) for s in stems(passage.text))
-        best = max(best, match)
-        scored.append((match, position))
+    scan = _scan(text)
+    passages = scan.passages
+    get = query_stems.get
+    matches = [sum(map(get, terms, repeat(0.0))) for terms in scan.stems]
+    best = max(matches, default=0.0)
     if best <= 0:
         return ""
     if count(text) <= min(max_tokens, WHOLE_MESSAGE):
         return text
     ranked: list[tuple[bool, float, int, int]] = []
-    for match, position in scored:
-        passage = passages[position]
-        if not stems(passage.text):  # a list marker ("1.") or a bracket line says nothing
+    for position, match in enumerate(matches):
+        if not scan.stems[position]:  # a list marker ("1.") or a bracket line says nothing
             continue
+        passage = passages[position]
         if not match:  # the line or sentence next to a matching one often holds its value
             match = NEIGHBOUR_SHARE * max(
                 (
-                    scored[p][0] / (1 + abs(p - position) - 1)
+                    matches[p] / (1 + abs(p - position) - 1)
                     for p in range(position - NEIGHBOURS, position + NEIGHBOURS + 1)
-                    if 0 <= p < len(scored) and p != position and passages[p].code == passage.code
+                    if 0 <= p < len(matches) and p != position and passages[p].code == passage.code
                 ),
                 default=0.0,
             )
-        value = VALUE_BONUS * best if VALUE.search(passage.text) else 0.0
+        value = VALUE_BONUS * best if scan.values[position] else 0.0
         context = FILE_CONTEXT_BONUS * best if passage.file and match else 0.0
         if match or value:
             # by worth per token: two short lines that each answer beat one long one
@@ -176,7 +176,7 @@ def excerpt(
         taken = [position]
         cost = count(passage.text) + 1
         after = position + 1
-        if _is_opener(passage) and after < len(passages) and after not in chosen:
+        if scan.openers[position] and after < len(passages) and after not in chosen:
             taken.append(after)
             cost = count(passage.text + " " + passages[after].text) + 1
             passage = passages[after]
@@ -189,6 +189,28 @@ def excerpt(
         if passage.code and passage.file:
             files.add(passage.file)
     return _join(passages, sorted(chosen))
+
+
+@dataclass(frozen=True, slots=True)
+class _Scan:
+    """What `excerpt` reads of a text's passages whatever the query: their stems, whether each
+    states a value, whether each is an opener."""
+
+    passages: tuple[Passage, ...]
+    stems: tuple[frozenset[str], ...]
+    values: tuple[bool, ...]
+    openers: tuple[bool, ...]
+
+
+@lru_cache(maxsize=512)  # a render excerpts much the same messages turn after turn
+def _scan(text: str) -> _Scan:
+    passages = split_passages(text)
+    return _Scan(
+        passages,
+        tuple(stems(p.text) for p in passages),
+        tuple(bool(VALUE.search(p.text)) for p in passages),
+        tuple(_is_opener(p) for p in passages),
+    )
 
 
 def _is_opener(passage: Passage) -> bool:

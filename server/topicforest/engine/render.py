@@ -23,7 +23,7 @@ from topicforest.engine.centroids import CentroidIndex
 from topicforest.engine.config import WindowConfig
 from topicforest.engine.embedding import Embedder, norm_sq
 from topicforest.engine.forest import Forest
-from topicforest.engine.hot_zone import MESSAGE_OVERHEAD, pack_hot, yield_to_question
+from topicforest.engine.hot_zone import MESSAGE_OVERHEAD, pack_hot, warm_terms, yield_to_question
 from topicforest.engine.keylines import KeyLine
 from topicforest.engine.messages import Message, MessageLog
 from topicforest.engine.recall import RecallIndex
@@ -167,8 +167,12 @@ def prepare(window: RenderSource, thread_id: str | None = None) -> None:
     uncovered members to look at, its digest to build and its newest messages to read (from a
     database server, perhaps); the first render after it pays for them. Rendering a question
     that recalls nothing does all of it (only recall depends on the question) ahead, off the
-    chat turn's critical path. The digests depend on the room the thread's hot zone leaves."""
+    chat turn's critical path. The digests depend on the room the thread's hot zone leaves, and
+    a question that recalls reads the terms of the hot zone's older exchanges (`yield_to_question`):
+    they are taken out now too."""
     _render(window, UNMATCHED, None, thread_id, None)
+    if thread_id:
+        warm_terms(window.hot_messages(thread_id))
 
 
 def _render(
@@ -205,7 +209,8 @@ def _render(
         if root not in window.expanded and window.is_dirty(root)
         for m in _quotable(window.uncovered(root), space)
     ]
-    recalled = recall_exchanges(window, recall, int(space * RECALL_SHARE), quotable)
+    read: dict[int, Message] = {}  # the blocks quote from these, not from the log again
+    recalled = recall_exchanges(window, recall, int(space * RECALL_SHARE), quotable, read)
     # A topic's share of what is left grows with the square root of its size (big topics hold
     # more facts, small ones still get a line) and with its relevance to the query.
     weights = [
@@ -223,7 +228,7 @@ def _render(
             later = 0
         room = space if root in window.pinned else space - later
         share = max(MIN_RAW_SHARE, int(room * weights[position] / sum(weights[position:])))
-        block = _topic_block(window, root, qvec, room, share, recalled.get(root, []), said)
+        block = _topic_block(window, root, qvec, room, share, recalled.get(root, []), said, read)
         cost = count(block.text) + 1 if block.text else 0
         if block.text and cost <= space:
             blocks.append(block.text)
@@ -343,11 +348,13 @@ def _topic_block(
     share: int,
     recalled: list[Recalled],
     said: AbstractSet[str],
+    read: Mapping[int, Message],
 ) -> Block:
     """The topic's block: summary and/or not-yet-summarized messages, plus recalled originals.
 
     If the whole block does not fit in `space`, the recalled originals alone are offered. Key
-    lines in `said` (topics ranked before showed them) are not shown again.
+    lines in `said` (topics ranked before showed them) are not shown again. `read`: messages
+    the render has read already.
     """
     count = window.count
     pinned = root in window.pinned
@@ -372,7 +379,7 @@ def _topic_block(
     lines = window.key_lines(root) if not qvec else None
     pending = [m for m in window.uncovered(root) if m not in shown_elsewhere] if dirty else []
     pending = _quotable(pending, room)
-    verbatim = window.log.get_many(pending) if pending else []
+    verbatim = _read(window, pending, read)
     base = count(quote(summary_text)) + 1 if summary else 0
     fits = dirty and base + sum(m.tokens + 4 for m in verbatim) <= room
     if lines and not fits and room >= MIN_SUMMARY_ROOM:
@@ -414,6 +421,15 @@ def _topic_block(
     if pinned:  # pinned topics always appear, cut to what fits
         return Block(truncate("\n".join([header, body]), space - 1, count), mode, tuple(ids))
     return Block("", mode)
+
+
+def _read(window: RenderSource, ids: list[int], read: Mapping[int, Message]) -> list[Message]:
+    """Messages `ids`, from those the render has read if it has them all (a block's new messages
+    were read with the recalled ones: reading them from the log again cost a lock and a cache
+    update per id, for every dirty topic)."""
+    if all(i in read for i in ids):
+        return [read[i] for i in ids]
+    return window.log.get_many(ids)
 
 
 def _quoted(summary: str) -> list[str]:

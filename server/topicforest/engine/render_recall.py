@@ -79,10 +79,14 @@ def recall_hits(window: RenderSource, qvec: Counter[str], values: Values = ()) -
 
 
 def recall_exchanges(
-    window: RenderSource, recall: Recall, room: int, also: list[int]
+    window: RenderSource,
+    recall: Recall,
+    room: int,
+    also: list[int],
+    read: dict[int, Message] | None = None,
 ) -> dict[int, list[Recalled]]:
     """The exchanges of `recall`'s hits most relevant to the query, by topic, within `room`
-    tokens (the messages `also` are read with theirs).
+    tokens (the messages `also` are read with theirs, and every message read is put in `read`).
 
     A question and its answer are found together (the question names what was asked, the
     answer holds the fact) and ranked by the better match of the two and part of the other's.
@@ -95,6 +99,8 @@ def recall_exchanges(
     wanted = {n for m in scores for n in (m - 1, m, m + 1) if n in forest}
     wanted.update(n for m in islice(scores, CONTINUED_HITS) for n in (m + 2, m + 3) if n in forest)
     messages = {m.id: m for m in log.get_many(sorted(wanted.union(also)))} if wanted or also else {}
+    if read is not None:
+        read.update(messages)
     if not scores:
         return {}
     exchanges: dict[int, list[Message]] = {}

@@ -194,6 +194,10 @@ class Digest:
             [[e for e in ms if e.lower() not in known and not _bare_number(e)] for ms in mentions]
         )
         self.entity_costs = [estimate_tokens(e) + 1 for e in self.entities]
+        # what `select` needs again and again
+        self.lower_entities = [e.lower() for e in self.entities]
+        self.least_cost = min(self.costs, default=0)
+        self.least_entity_cost = min(self.entity_costs, default=0)
         self.names = [e for ms in mentions for e in ms]
         self.first_seen = {e: i for i, e in enumerate(dict.fromkeys(self.names))}
         self.found = found
@@ -222,27 +226,34 @@ class Digest:
         budget = max(16, target_tokens)
         used = 0
         chosen: set[int] = set()
+        costs, named = self.costs, self.named
 
         def take_sentences(limit: int, *, named_only: bool) -> None:
             nonlocal used
             for position in self.ranked:
-                if named_only and not self.named[position]:
+                if limit - used < self.least_cost:
+                    break  # nothing fits any more (a render cuts a long digest small)
+                if named_only and not named[position]:
                     continue
-                if position not in chosen and used + self.costs[position] <= limit:
+                if position not in chosen and used + costs[position] <= limit:
                     chosen.add(position)
-                    used += self.costs[position]
+                    used += costs[position]
 
         take_sentences(int(budget * sentence_share), named_only=True)
         covered = " ".join(self.units[i][1] for i in chosen).lower()
         missing: list[str] = []
-        for ent, cost in zip(self.entities, self.entity_costs, strict=True):
-            if used + cost <= budget and ent.lower() not in covered:
+        for ent, lower, cost in zip(
+            self.entities, self.lower_entities, self.entity_costs, strict=True
+        ):
+            if budget - used < self.least_entity_cost:
+                break
+            if used + cost <= budget and lower not in covered:
                 missing.append(ent)
-                covered += " " + ent.lower()
+                covered += " " + lower
                 used += cost
         take_sentences(budget, named_only=False)
         lines = [
-            f"{u[0]}: {u[1]}" if u[0] else u[1] for i, u in enumerate(self.units) if i in chosen
+            f"{u[0]}: {u[1]}" if u[0] else u[1] for u in map(self.units.__getitem__, sorted(chosen))
         ]
         text = " ".join(lines)
         if missing:
