@@ -69,11 +69,8 @@ def stem_weights(weights: Mapping[str, float]) -> dict[str, float]:
     return by_stem
 
 
-@lru_cache(maxsize=4096)  # a few renders' passages: a few MB at most
 def stems(text: str) -> frozenset[str]:
-    """A passage's terms, stemmed. Cached (text never changes): a render excerpts the messages
-    it recalls, much the same ones turn after turn, and tokenizing them again was half of a
-    render with a query at 30,000 messages."""
+    """A passage's terms, stemmed (remembered per message by `_scan`)."""
     return frozenset(stem(t) for t in extract_terms(text))
 
 
@@ -202,7 +199,9 @@ class _Scan:
     openers: tuple[bool, ...]
 
 
-@lru_cache(maxsize=512)  # a render excerpts much the same messages turn after turn
+# A render excerpts the messages it recalls, much the same ones turn after turn; tokenizing
+# them again was half of a render with a query at 30,000 messages.
+@lru_cache(maxsize=512)
 def _scan(text: str) -> _Scan:
     passages = split_passages(text)
     return _Scan(
