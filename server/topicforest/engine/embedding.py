@@ -13,6 +13,8 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import chain
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -108,32 +110,38 @@ def extract(text: str, root: str | None = None) -> Features:
             files.append(_relative(path, root))
         elif is_symbol(chunk):
             symbols.append(chunk)
-        _count_terms(chunk, terms)
+        terms.update(chunk_terms(chunk))
     return Features(terms, files, symbols)
 
 
 def extract_terms(text: str) -> Counter[str]:
     """`extract(text).terms`, without looking for files and symbols (half the work)."""
-    terms: Counter[str] = Counter()
-    for match in _CHUNK.finditer(text):
-        chunk = match.group().strip("-.:")
-        if chunk:
-            _count_terms(chunk, terms)
-    return terms
+    return Counter(chain.from_iterable(map(chunk_terms, chunks(text))))
 
 
-def _count_terms(chunk: str, terms: Counter[str]) -> None:
-    """Add one chunk's terms: code-like chunks whole and split into their parts."""
+def chunks(text: str) -> list[str]:
+    """The words, identifiers and paths of `text`, as `chunk_terms` reads them."""
+    return [chunk for match in _CHUNK.findall(text) if (chunk := match.strip("-.:"))]
+
+
+# Words recur (a render excerpts messages it has not split before, and splitting their words
+# again was most of that first-time cost); a chunk is a few dozen bytes.
+@lru_cache(maxsize=8192)
+def chunk_terms(chunk: str) -> tuple[str, ...]:
+    """One chunk's terms, a repeated term as often as it occurs: code-like chunks whole and
+    split into their parts."""
+    terms: list[str] = []
     lower = chunk.lower()
     if not chunk.isalpha() or not (chunk.islower() or chunk.istitle()):  # code-like
         if len(lower) > 1 and not (lower.isdigit() and len(lower) < 2):
-            terms[lower] += 1
+            terms.append(lower)
         for part in split_parts(chunk):
             p = part.lower()
             if len(p) > 1 and p != lower and p not in STOPWORDS:
-                terms[p] += 1
+                terms.append(p)
     elif len(lower) > 2 and lower not in STOPWORDS:
-        terms[lower] += 1
+        terms.append(lower)
+    return tuple(terms)
 
 
 def _dotted(text: str, start: int, path: str) -> str:

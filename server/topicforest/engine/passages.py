@@ -16,7 +16,7 @@ from functools import lru_cache
 from itertools import repeat
 
 from topicforest.engine.answer_types import Values, states
-from topicforest.engine.embedding import extract_terms, is_file_path
+from topicforest.engine.embedding import chunk_terms, chunks, is_file_path
 from topicforest.engine.tokens import TokenCounter
 
 GAP = " … "
@@ -71,7 +71,15 @@ def stem_weights(weights: Mapping[str, float]) -> dict[str, float]:
 
 def stems(text: str) -> frozenset[str]:
     """A passage's terms, stemmed (remembered per message by `_scan`)."""
-    return frozenset(stem(t) for t in extract_terms(text))
+    return _NO_STEMS.union(*map(_chunk_stems, chunks(text)))
+
+
+_NO_STEMS: frozenset[str] = frozenset()
+
+
+@lru_cache(maxsize=8192)  # as `chunk_terms`: words recur, and stemming them again cost as much
+def _chunk_stems(chunk: str) -> frozenset[str]:
+    return frozenset(map(stem, chunk_terms(chunk)))
 
 
 @lru_cache(maxsize=512)  # the messages a render excerpts recur from turn to turn
