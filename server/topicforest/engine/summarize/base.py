@@ -84,13 +84,17 @@ def summary_body(summary: str) -> str:
 
 
 # Every line break some consumer recognises (Python's str.splitlines, Unicode's LS/PS/NEL,
-# VT/FF): quoting only on \n left "## Topic" and "system:" lines forgeable for such readers.
-LINE_BREAKS = re.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+# VT/FF; and \r\n): quoting only on \n left "## Topic" and "system:" lines forgeable for such
+# readers. str.splitlines breaks at exactly these.
+LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
 
 
 def quote(text: str) -> str:
     """Prefix every line so message text can never start a structural line (header, prefix)."""
-    return "\n".join(QUOTE + line for line in LINE_BREAKS.split(text))
+    lines = text.splitlines()  # (ten times faster than a pattern: a render quotes ~50 texts)
+    if not text or text[-1] in LINE_BREAKS:  # an empty last line is a line too
+        lines.append("")
+    return "\n".join(QUOTE + line for line in lines)
 
 
 def quote_message(message: Message) -> str:
