@@ -17,6 +17,7 @@ import functools
 import re
 from collections import Counter
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from topicforest.engine.embedding import is_file_path, is_symbol
 from topicforest.engine.messages import Message
@@ -92,16 +93,36 @@ def _sentences(text: str) -> list[str]:
     return [sentence for sentence, _ in _units(text)]
 
 
-def _message_units(text: str) -> Sequence[tuple[str, int]]:
-    """`_units` of a message, remembered: a render rebuilds the digest of every topic whose
-    quotable messages its question changed (what it recalls is left out), and cutting the same
-    messages into sentences again was most of a slow turn's CPU time."""
-    return _cached_units(text) if len(text) <= CACHED_MESSAGE else _units(text)
+class Unit(NamedTuple):
+    """A sentence or code line of a message, with what a digest reads of it."""
+
+    sentence: str
+    block: int  # -1 for prose, else its code block's number
+    names: tuple[str, ...]  # `entities`
+    distinct: int  # how many different things it names
+    tokens: int
+
+
+def _message_units(text: str) -> Sequence[Unit]:
+    """The `Unit`s of a message, remembered: a render rebuilds the digest of a dirty topic
+    after each graduation into it, and cutting the same messages into sentences and finding
+    their names again (the per-sentence cache of `entities` is too small for a topic's worth)
+    was most of a slow turn's CPU time."""
+    return _cached_units(text) if len(text) <= CACHED_MESSAGE else _read_units(text)
 
 
 @functools.lru_cache(maxsize=1024)
-def _cached_units(text: str) -> tuple[tuple[str, int], ...]:
-    return tuple(_units(text))
+def _cached_units(text: str) -> tuple[Unit, ...]:
+    return tuple(_read_units(text))
+
+
+def _read_units(text: str) -> list[Unit]:
+    return [_unit(sentence, block) for sentence, block in _units(text)]
+
+
+def _unit(sentence: str, block: int = -1) -> Unit:
+    names = entities(sentence)
+    return Unit(sentence, block, names, len(set(names)), estimate_tokens(sentence))
 
 
 def _units(text: str) -> list[tuple[str, int]]:
@@ -148,43 +169,48 @@ class Digest:
         offered again. `earlier`: how many of `messages` (the first ones) came before what
         `previous_summary` tells (`SummaryRequest.earlier`): their sentences go first."""
         units: list[tuple[str, str]] = []  # (speaker prefix, sentence)
-        found: list[Sequence[str]] = []  # what each sentence names
-        mentions: list[Sequence[str]] = []  # the same, and each name an earlier summary listed
+        read: list[Unit] = []  # the same units, as read
         seen: set[str] = set()  # a line said twice (a code line quoted again) says nothing new
         self.sources: list[tuple[int, int]] = []  # per unit: (message, code block or -1)
 
-        def add(speaker: str, sentence: str, source: tuple[int, int] = (-1, -1)) -> None:
-            if sentence not in seen:
-                seen.add(sentence)
-                units.append((speaker, sentence))
-                found.append(entities(sentence))
-                mentions.append(found[-1])
+        def add(speaker: str, unit: Unit, source: tuple[int, int] = (-1, -1)) -> None:
+            if unit.sentence not in seen:
+                seen.add(unit.sentence)
+                units.append((speaker, unit.sentence))
+                read.append(unit)
                 self.sources.append(source)
 
         told = _sentences(previous_summary or "")
-        for sentence in told:  # our own lists of names: each name a mention of its own, and
-            if sentence.startswith(ALSO):  # older than the sentences that summary kept
-                mentions += [[name] for name in sentence[len(ALSO) :].rstrip(".").split(", ")]
+        # our own lists of names: each name a mention of its own, and older than the sentences
+        # that summary kept
+        listed = [
+            [name]
+            for sentence in told
+            if sentence.startswith(ALSO)
+            for name in sentence[len(ALSO) :].rstrip(".").split(", ")
+        ]
 
         def add_messages(numbers: range) -> None:
             for number in numbers:
                 message = messages[number]
                 speaker = "I said" if message.role == "user" else "You said"
-                for sentence, block in _message_units(message.content):
-                    add(speaker, sentence, (number, block))
+                for unit in _message_units(message.content):
+                    add(speaker, unit, (number, unit.block))
 
         first = min(max(earlier, 0), len(messages))
         add_messages(range(first))  # in conversation order: what came before the summary
         for sentence in told:
             if not sentence.startswith((ALSO, LEAD)):  # the lead is written anew below
-                add("", sentence)
+                add("", _unit(sentence))
         add_messages(range(first, len(messages)))
         n = len(units)
+        found = [unit.names for unit in read]  # what each sentence names
+        mentions: list[Sequence[str]] = [*listed, *found]
         scored = []
-        for position, ((_, sentence), ents) in enumerate(zip(units, found, strict=True)):
+        for position, unit in enumerate(read):
             recency = 0.5 * position / max(1, n - 1)
-            density = len(set(ents)) / (1 + estimate_tokens(sentence) / 25)
-            scored.append((len(set(ents)) + density + recency, position))
+            density = unit.distinct / (1 + unit.tokens / 25)
+            scored.append((unit.distinct + density + recency, position))
         self.units = units
         self.costs = [estimate_tokens(f"{speaker}: {sentence}") + 1 for speaker, sentence in units]
         self.ranked = [position for _, position in sorted(scored, reverse=True)]
