@@ -174,6 +174,32 @@ def test_render_digest_cache_stays_bounded() -> None:
     assert len(window.summary_digests) <= 4 * window.config.max_topics + 65
 
 
+def test_a_full_digest_cache_lets_the_least_recently_used_go() -> None:
+    """A render keeps the digests it uses: a full cache loses its oldest entries, not all of
+    them (every topic's digest built again on one turn was the slowest turn at 10,000
+    messages)."""
+    from topicforest.engine.render import _digest
+
+    from .helpers import exchange
+
+    window = ContextWindow(WindowConfig(history_budget=256))
+    for i in range(4):
+        user, reply = exchange("loader", i)
+        window.append("t", "user", user)
+        window.append("t", "assistant", reply)
+    window.graduate()
+    (root,) = window.topic_ids()
+    messages = window.log.get_many(window.uncovered(root))
+    used = _digest(window, root, None, messages)
+    limit = 4 * window.config.max_topics + 64
+    for n in range(limit):  # older entries, then the used one again, then a new one
+        window.summary_digests[(-1, n)] = used
+    assert _digest(window, root, None, messages) is used
+    _digest(window, root, "an earlier summary", messages)
+    assert len(window.summary_digests) <= limit
+    assert _digest(window, root, None, messages) is used
+
+
 def test_a_title_leads_with_the_topic_files() -> None:
     """Titles are what the Topics view shows: files first (by name: the tooltip has the path),
     then the code names."""

@@ -474,9 +474,13 @@ def _digest(
     `earlier` messages came before what `previous` tells, and their sentences go first."""
     title = window.title(root)
     key = (root, hash(previous), hash(tuple(m.id for m in messages)), hash(title), earlier)
-    digest = window.summary_digests.get(key)
+    digests = window.summary_digests
+    digest = digests.pop(key, None)
     if digest is None:
-        if len(window.summary_digests) > 4 * window.config.max_topics + 64:
-            window.summary_digests.clear()
-        digest = window.summary_digests[key] = Digest(previous, messages, title, earlier)
+        digest = Digest(previous, messages, title, earlier)
+        # the least recently used go: clearing them all made the next render build every
+        # topic's digest again (the slowest turns at 10,000 messages)
+        while len(digests) >= 4 * window.config.max_topics + 64:
+            del digests[next(iter(digests))]
+    digests[key] = digest  # last: the most recently used
     return digest
