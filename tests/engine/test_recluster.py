@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections import Counter
 
 import pytest
 
-from topicforest.engine.clustering import centered
+from topicforest.engine.clustering import centered, unit_vector
 from topicforest.engine.embedding import norm_sq
+from topicforest.engine.recluster import regroup
 from topicforest.engine.resolver import resolve_all
 from topicforest.engine.summarize import ExtractiveSummarizer
 
@@ -89,3 +91,30 @@ def test_centered_cosines_equal_cosines_of_centered_vectors() -> None:
         ca = tuple(x - m for x, m in zip(unit[a], mean, strict=True))
         cb = tuple(x - m for x, m in zip(unit[b], mean, strict=True))
         assert value == pytest.approx(cos(ca, cb))
+
+
+def test_a_word_every_subject_mentions_does_not_glue_two_subjects() -> None:
+    """Four subjects of six exchanges, each exchange naming three of its subject's words; two
+    exchanges of subjects a and b dwell on the project's database (`pool`, `postgres` three
+    times each), and most exchanges of c and d mention it twice. By IDF alone the four
+    database exchanges made a topic of their own, half a, half b (go_payments: its pgx-pool
+    exchanges joined the flaky-test topic); weighed by how spread over the first grouping a
+    word is, each subject's exchanges stay together."""
+    exchanges: dict[int, tuple[str, Counter[str]]] = {}
+    for subject in "abcd":
+        words = [f"{subject}{i}" for i in range(6)]
+        for n in range(6):
+            terms = Counter({words[n]: 1, words[(n + 1) % 6]: 1, words[(n + 3) % 6]: 1})
+            if subject in "ab" and n < 2:
+                terms.update({"pool": 3, "postgres": 3})
+            if subject in "cd" and 1 <= n <= 4:
+                terms.update({"pool": 2, "postgres": 2})
+            exchanges[len(exchanges) + 1] = (subject, terms)
+    idf = dict.fromkeys((t for _, terms in exchanges.values() for t in terms), 1.0)
+    vectors = {key: unit_vector([terms], idf) for key, (_, terms) in exchanges.items()}
+    items = list(vectors)
+    assignment = finished(regroup(items, vectors, idf, [[k] for k in items], {}, 16, {}))
+    subjects: dict[int, set[str]] = {}
+    for key, group in assignment.items():
+        subjects.setdefault(group, set()).add(exchanges[key][0])
+    assert all(len(found) == 1 for found in subjects.values())
