@@ -253,12 +253,11 @@ def concentrated(
     term one group holds keeps its weight and one spread evenly over all of them has none.
 
     Document frequency cannot tell a project's words from a subject's: `pool`, `postgres` or
-    `DATABASE_URL` come up in a few exchanges of many subjects, so their IDF is high, and they
-    glued go_payments' connection-pool exchanges to the flaky-test topic. Where a first
-    clustering found them tells: spread over groups, they are the project's. Squared, not
-    plain: the plain factor (dev worst purity 0.82) moved the external set's single-issue
-    threads more (no-query facts 71 -> 68 of 133, with the question 130 -> 129; squared:
-    69 and 130)."""
+    `DATABASE_URL` come up in a few exchanges of many subjects, so their IDF is high and they
+    glue exchanges of different subjects together. Where a first clustering found them tells:
+    spread over groups, they are the project's. Squared, not plain: the plain factor moved the
+    external set's single-issue threads more (no-query facts 71 -> 68 of 133, with the
+    question 130 -> 129; squared: 69 and 130)."""
     mass: dict[str, dict[int, float]] = {}  # term -> group -> its normalized weight there
     for n, (item, group) in enumerate(assignment.items()):
         vector = vectors[item]

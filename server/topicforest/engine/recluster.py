@@ -248,11 +248,10 @@ def regroup(
     """A group per exchange: `group` once with `idf`, then again with each term weighed by how
     much of it one group holds. A word the first pass found in many groups (`pool`, `postgres`)
     is the project's, not a subject's, and should not glue exchanges of different subjects
-    together (dev worst purity 0.79 -> 0.80: go_payments' idempotency exchanges leave its
-    acquirer topic, though its pool exchanges still sit with the flaky tests; held-out purity
-    0.81 -> 0.86). The second pass regroups but never makes more groups
-    than the first: uncapped (measured with the plain factor), sharper weights split subjects
-    (rust_cli: 11 topics for 6 subjects; external set, no-query facts 71 -> 65 of 133)."""
+    together (purity: dev worst 0.79 -> 0.80, held-out 0.81 -> 0.86). The second pass never
+    makes more groups than the first: uncapped (measured with the plain factor), sharper
+    weights split subjects (up to 1.8 topics per subject; external no-query facts 71 -> 65
+    of 133)."""
     first = yield from group(items, vectors, idf, threads, topic_of, max_groups, cache)
     weights = yield from concentrated(vectors, first, idf)
     fewer = min(max_groups, len(set(first.values())))
