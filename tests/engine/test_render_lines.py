@@ -93,3 +93,18 @@ def test_the_topic_of_a_questions_best_match_is_never_left_out() -> None:
     # Topics ranked before it (by their centroid, then recency) spent its room on their
     # summaries: "discovery upload dfu_application" lost the DFU topic that holds it.
     assert best_matches_left_out(HELD_OUT[0]) == []
+
+
+def test_a_topic_header_is_its_id_title_and_pin_without_a_message_count() -> None:
+    """A count ("(36 messages)") cost each block a few tokens (a key line's worth over ten
+    topics) and told a model nothing it is asked about; pinned still shows."""
+    window = filled_window(budget=2048)
+    asyncio.run(resolve_round(window, ExtractiveSummarizer(), force=True))
+    root = window.forest.live_roots()[0]
+    window.pin(root)
+    for query in (None, "build_loader num_workers"):
+        text = window.render(query=query).text()
+        headers = [line for line in text.splitlines() if line.startswith("## Topic ")]
+        assert headers
+        assert not any(re.search(r"\(\d+ messages\)", header) for header in headers)
+        assert f"## Topic {root}: {window.title(root)} [pinned]" in headers

@@ -288,10 +288,11 @@ def _recalled_cost(window: RenderSource, root: int, recalled: list[Recalled]) ->
     return window.count(_header(window, root)) + 1 + sum(r.tokens for r in recalled)
 
 
-def _header(window: RenderSource, root: int, sized: bool = True) -> str:
+def _header(window: RenderSource, root: int) -> str:
+    """A topic's id, title and pin. No message count: it costs every block a few tokens (as
+    much as a key line, over a render's ten topics) and answers nothing a model is asked."""
     flags = " [pinned]" if root in window.pinned else ""
-    size = f" ({window.forest.size(root)} messages)" if sized else ""
-    return f"## Topic {root}: {window.title(root)}{flags}{size}"
+    return f"## Topic {root}: {window.title(root)}{flags}"
 
 
 def _total(messages: list[dict[str, str]], count: TokenCounter) -> int:
@@ -359,7 +360,7 @@ def _topic_block(
     count = window.count
     pinned = root in window.pinned
     if root in window.expanded:
-        head = _header(window, root, sized=False)  # it says what it sends itself
+        head = _header(window, root)  # it says what it sends itself
         text, (kind, originals) = expanded_block(window, root, qvec, space, head)
         return Block(text, kind, originals)
 
