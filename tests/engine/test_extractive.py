@@ -39,6 +39,19 @@ def test_entities_keep_urls_settings_and_quantities_whole() -> None:
     assert "-written" not in found and "//localhost" not in found and "200" not in found
 
 
+def test_a_dotfile_or_relative_path_keeps_its_leading_dot() -> None:
+    """`.github/workflows/ci.yml` read as `github/workflows/ci.yml`, and `./run.sh` as the
+    absolute `/run.sh`: a summary named files that do not exist. An ellipsis is no dot."""
+    text = "Edit .github/workflows/ci.yml and .env, then ./scripts/run.sh and ../lib/util.py."
+    assert entities(text) == (
+        ".github/workflows/ci.yml",
+        ".env",
+        "./scripts/run.sh",
+        "../lib/util.py",
+    )
+    assert entities("then ...src/app.py failed") == ("src/app.py",)
+
+
 def test_kebab_case_names_are_named_things_and_hyphenated_words_are_not() -> None:
     """Infrastructure names its resources in kebab case (`name = "gha-helm-deploy"` named
     nothing, so a render's cut could not offer it); "hand-written" is still a word."""

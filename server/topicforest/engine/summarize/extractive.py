@@ -45,6 +45,10 @@ _ENTITY = re.compile(
 )
 
 
+# `.github/workflows/ci.yml`, `.env`, `./run.sh`, `../lib`: the dot is part of the name
+_DOT_PATH = re.compile(r"\.\.?/|\.[A-Za-z]")
+
+
 def entities(text: str) -> tuple[str, ...]:
     """The named things in `text`, in order (remembered for short texts: a render that rebuilds
     a digest meets the same sentences again)."""
@@ -59,7 +63,9 @@ def _short_entities(text: str) -> tuple[str, ...]:
 def _entities(text: str) -> tuple[str, ...]:
     found = []
     for match in _ENTITY.findall(text):
-        token = match.strip(".,:;()")
+        token = match.strip(",:;()").rstrip(".")
+        if token.startswith(".") and not _DOT_PATH.match(token):
+            token = token.lstrip(".")  # an ellipsis, not a dotfile or a relative path
         if len(token) < 2:
             continue
         if (
