@@ -10,7 +10,7 @@ import pytest
 
 from topicforest.engine.clustering import centered, unit_vector
 from topicforest.engine.embedding import norm_sq
-from topicforest.engine.recluster import regroup
+from topicforest.engine.recluster import Exchanges, regroup
 from topicforest.engine.resolver import resolve_all
 from topicforest.engine.summarize import ExtractiveSummarizer
 
@@ -97,9 +97,8 @@ def test_a_word_every_subject_mentions_does_not_glue_two_subjects() -> None:
     """Four subjects of six exchanges, each exchange naming three of its subject's words; two
     exchanges of subjects a and b dwell on the project's database (`pool`, `postgres` three
     times each), and most exchanges of c and d mention it twice. By IDF alone the four
-    database exchanges made a topic of their own, half a, half b (go_payments: its pgx-pool
-    exchanges joined the flaky-test topic); weighed by how spread over the first grouping a
-    word is, each subject's exchanges stay together."""
+    database exchanges made a topic of their own, half a, half b; weighed by how spread over
+    the first grouping a word is, each subject's exchanges stay together."""
     exchanges: dict[int, tuple[str, Counter[str]]] = {}
     for subject in "abcd":
         words = [f"{subject}{i}" for i in range(6)]
@@ -113,7 +112,8 @@ def test_a_word_every_subject_mentions_does_not_glue_two_subjects() -> None:
     idf = dict.fromkeys((t for _, terms in exchanges.values() for t in terms), 1.0)
     vectors = {key: unit_vector([terms], idf) for key, (_, terms) in exchanges.items()}
     items = list(vectors)
-    assignment = finished(regroup(items, vectors, idf, [[k] for k in items], {}, 16, {}))
+    window = Exchanges(items, vectors, [[k] for k in items], {})
+    assignment = finished(regroup(window, idf, 16, {}))
     subjects: dict[int, set[str]] = {}
     for key, group in assignment.items():
         subjects.setdefault(group, set()).add(exchanges[key][0])

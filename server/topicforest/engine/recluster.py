@@ -218,9 +218,9 @@ class Refiner:
         for unit in units:
             if unit.ids[0] in vectors:
                 sequences.setdefault(unit.thread_id, []).append(unit.ids[0])
-        threads = list(sequences.values())
+        exchanges = Exchanges(items, vectors, list(sequences.values()), topic_of)
         assignment = yield from regroup(
-            items, vectors, idf, threads, topic_of, window.config.max_topics, self._similarities
+            exchanges, idf, window.config.max_topics, self._similarities
         )
         plan = Plan(groups={}, topic_of=topic_of)
         previous: dict[str, int] = {}  # thread -> group of its last exchange
@@ -236,12 +236,20 @@ class Refiner:
         yield from apply_plan(window, self.units, plan)
 
 
+@dataclass(frozen=True)
+class Exchanges:
+    """What a round clusters: the exchanges that seed groups (`items`), every exchange's
+    vector, each thread's exchanges in order, and the topic each is in now."""
+
+    items: list[int]
+    vectors: Mapping[int, Vector]
+    threads: list[list[int]]
+    topic_of: Mapping[int, int]
+
+
 def regroup(
-    items: list[int],
-    vectors: Mapping[int, Vector],
+    exchanges: Exchanges,
     idf: Mapping[str, float],
-    threads: list[list[int]],
-    topic_of: Mapping[int, int],
     max_groups: int,
     cache: dict[tuple[int, int], float],
 ) -> Generator[None, None, dict[int, int]]:
@@ -252,24 +260,22 @@ def regroup(
     makes more groups than the first: uncapped (measured with the plain factor), sharper
     weights split subjects (up to 1.8 topics per subject; external no-query facts 71 -> 65
     of 133)."""
-    first = yield from group(items, vectors, idf, threads, topic_of, max_groups, cache)
-    weights = yield from concentrated(vectors, first, idf)
+    first = yield from group(exchanges, idf, max_groups, cache)
+    weights = yield from concentrated(exchanges.vectors, first, idf)
     fewer = min(max_groups, len(set(first.values())))
-    return (yield from group(items, vectors, weights, threads, topic_of, fewer, {}))
+    return (yield from group(exchanges, weights, fewer, {}))
 
 
 def group(
-    items: list[int],
-    vectors: Mapping[int, Vector],
+    exchanges: Exchanges,
     idf: Mapping[str, float],
-    threads: list[list[int]],
-    topic_of: Mapping[int, int],
     max_groups: int,
     cache: dict[tuple[int, int], float],
 ) -> Generator[None, None, dict[int, int]]:
-    """One clustering of the window's exchanges with term weights `idf` (pair similarities kept
-    in `cache`), at most `max_groups` groups: a group per exchange (`items` seed groups, every
-    exchange of `threads` is placed)."""
+    """One clustering of `exchanges` with term weights `idf` (pair similarities kept in
+    `cache`), at most `max_groups` groups: a group per exchange (every one of the threads is
+    placed)."""
+    items, vectors = exchanges.items, exchanges.vectors
     norms: dict[int, float] = {}
     for n, (key, vector) in enumerate(vectors.items()):  # a pasted log has thousands of terms
         norms[key] = math.sqrt(norm_sq(vector, idf))
@@ -292,14 +298,14 @@ def group(
     groups = yield from agglomerate(items, similarity, max_groups)
     groups = yield from split_large(groups, similarity, max_groups)
     assignment = {item: g for g, members in groups.items() for item in members}
-    home = provisional_home(assignment, topic_of)
+    home = provisional_home(assignment, exchanges.topic_of)
     mean: Vector = {}
     for n, key in enumerate(items):
         for term, value in vectors[key].items():
             mean[term] = mean.get(term, 0.0) + value / (norms[key] or 1.0) / len(items)
         if n % SCORE_EVERY == SCORE_EVERY - 1:
             yield None
-    yield from segmental_kmeans(threads, vectors, assignment, idf, home, mean)
+    yield from segmental_kmeans(exchanges.threads, vectors, assignment, idf, home, mean)
     return assignment
 
 
