@@ -480,7 +480,7 @@ def _digest(
     if digest is None:
         digest = Digest(previous, messages, title, earlier)
         # the least recently used go: clearing them all made the next render build every
-        # topic's digest again (the slowest turns at 10,000 messages)
+        # topic's digest again
         while len(digests) >= 4 * window.config.max_topics + 64:
             del digests[next(iter(digests))]
     digests[key] = digest  # last: the most recently used
