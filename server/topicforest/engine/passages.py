@@ -49,7 +49,6 @@ class Passage:
     file: str | None  # the file the passage's block or sentence names, if any
 
 
-@lru_cache(maxsize=8192)  # a query's and a passage's words recur; a word is a few dozen bytes
 def stem(word: str) -> str:
     """A light suffix strip: enough for `iterating`/`iteration`, `entities`/`entity`."""
     for suffix in _SUFFIXES:
@@ -77,7 +76,7 @@ def stems(text: str) -> frozenset[str]:
 _NO_STEMS: frozenset[str] = frozenset()
 
 
-@lru_cache(maxsize=8192)  # as `chunk_terms`: words recur, and stemming them again cost as much
+@lru_cache(maxsize=8192)  # words recur (as for `chunk_terms`): their stems are kept here
 def _chunk_stems(chunk: str) -> frozenset[str]:
     return frozenset(map(stem, chunk_terms(chunk)))
 
