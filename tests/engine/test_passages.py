@@ -57,3 +57,24 @@ def test_a_line_stating_a_hexadecimal_value_counts_as_stating_a_value() -> None:
     query = {"uuid": 3.0, "custom": 1.0, "gatt": 2.0, "service": 1.0, "characteristic": 2.0}
     got = excerpt(text, query, 60, estimate_tokens)
     assert "8e4f0001-5b1a-4c2e-9d3f-2a6c1e7b0a10" in got, got
+
+
+def test_a_code_line_that_defines_a_name_counts_as_stating_a_value() -> None:
+    # The reported case: the excerpt kept the model's fields (`x = models.CharField(...)`,
+    # values) and left out the line naming the model the question was about.
+    text = (
+        "Record each delivery once, keyed on the event id, and ignore a redelivery:\n\n"
+        "```python\n"
+        "# payments/models.py\n"
+        "class ProcessedWebhookEvent(models.Model):\n"
+        "    event_id = models.CharField(max_length=255, unique=True)\n"
+        "    type = models.CharField(max_length=100)\n"
+        "    received_at = models.DateTimeField(auto_now_add=True)\n"
+        "    processed_at = models.DateTimeField(null=True, blank=True)\n"
+        "    payload = models.JSONField()\n"
+        "```\n\n"
+        "A duplicate delivery then fails the unique constraint and is logged, not processed."
+    )
+    query = {"duplicat": 3.0, "delivery": 2.0, "webhook": 1.0}
+    got = excerpt(text, query, 60, estimate_tokens)
+    assert "class ProcessedWebhookEvent" in got, got
