@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from topicforest.engine.centroids import CentroidIndex
-from topicforest.engine.embedding import Embedder, extract, extract_terms
+from topicforest.engine.embedding import Embedder, extract, extract_terms, spelled_out
 
 
 def test_identifiers_and_paths_are_kept_whole_and_split() -> None:
@@ -130,3 +130,12 @@ def test_incremental_norms_and_pair_dots_match_a_fresh_computation() -> None:
     for root in (0, 1):
         assert abs(index.centroids[root].norm_sq - norm_sq(index[root].terms, embedder.idf)) < 1e-6
     assert abs(cached - fresh.pair_similarity(0, 1)) < 1e-9
+
+
+def test_a_count_said_in_short_asks_for_its_digits_too() -> None:
+    # "How long does the diff take for 1M entries?": the benchmark prints `diff/1000000`.
+    query = Embedder().embed_query("How long does the diff take for 1M entries, and 2.5k?")
+    assert query["1000000"] == 1 and query["2500"] == 1
+    assert query["1m"] == 1  # the words themselves stay
+    assert spelled_out("10k") == "10000"
+    assert spelled_out("1.0005k") is None and spelled_out("k8s") is None and spelled_out("5m")

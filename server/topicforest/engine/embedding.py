@@ -119,6 +119,19 @@ def extract_terms(text: str) -> Counter[str]:
     return Counter(chain.from_iterable(map(chunk_terms, chunks(text))))
 
 
+_SHORT_COUNT = re.compile(r"(\d+(?:\.\d+)?)([km])")
+_MAGNITUDE = {"k": 1_000, "m": 1_000_000}
+
+
+def spelled_out(term: str) -> str | None:
+    """The digits of a count said in short (`1m` -> `1000000`, `2.5k` -> `2500`), else None."""
+    match = _SHORT_COUNT.fullmatch(term)
+    if match is None:
+        return None
+    value = float(match[1]) * _MAGNITUDE[match[2]]
+    return str(int(value)) if value.is_integer() else None
+
+
 def chunks(text: str) -> list[str]:
     """The words, identifiers and paths of `text`, as `chunk_terms` reads them."""
     return [chunk for match in _CHUNK.findall(text) if (chunk := match.strip("-.:"))]
@@ -250,8 +263,13 @@ class Embedder:
         self._new_epoch()
 
     def embed_query(self, text: str) -> Counter[str]:
-        """Vector for a query; never changes the vocabulary."""
-        return extract_terms(text)
+        """Vector for a query; never changes the vocabulary. A count said in short ("1M
+        entries", "10k rows") also asks for its digits, as benchmarks and logs print it."""
+        terms = extract_terms(text)
+        for term, times in list(terms.items()):
+            if (digits := spelled_out(term)) is not None:
+                terms[digits] += times
+        return terms
 
     @property
     def idf(self) -> Mapping[str, float]:
