@@ -20,6 +20,10 @@ def test_the_kind_of_value_a_question_asks_for() -> None:
     assert kinds("How often did the loader test fail?", "it failed 1 in 7 runs")
     assert not kinds("How big is the image now?", "the build has 3 stages")
     assert asked_for("Where does the dashboard JSON live?") == ()
+    assert kinds("What memory limit do the web pods have?", "limits: memory: 1536Mi")
+    # "size" the verb, and memory as the subject rather than an amount, ask for no size
+    assert asked_for("How does the allocator size its pools?") == ()
+    assert asked_for("What caused the worker memory leak?") == ()
 
 
 def test_an_excerpt_keeps_the_line_that_states_the_kind_of_value_asked_for() -> None:
