@@ -216,3 +216,16 @@ def test_a_code_line_its_reply_explains_ranks_first() -> None:
 def test_a_decrement_is_no_flag() -> None:
     assert not states_a_value("--live_;")
     assert states_a_value("run the tests with --no-cache")
+
+
+def test_a_constant_outranks_a_newer_plain_setting() -> None:
+    """An upper snake case name (a constant, an environment variable, a config key) is what a
+    person asks about again by name: `WARM_IP_TARGET = 5` before a newer `warm_ip_goal = 5`."""
+    constant = message(1, "assistant", "Fewer spare IPs:\n\n```\nWARM_IP_TARGET = 5\n```")
+    plain = message(2, "assistant", "And the pool:\n\n```\nwarm_ip_goal = 5\n```")
+    state = collected([constant, plain])
+    assert [line.constant for line in state.lines] == [True, False]
+    assert [line.text for line in evenly_ranked(state).lines] == [
+        "WARM_IP_TARGET = 5",
+        "warm_ip_goal = 5",
+    ]
