@@ -229,3 +229,23 @@ def test_a_constant_outranks_a_newer_plain_setting() -> None:
         "WARM_IP_TARGET = 5",
         "warm_ip_goal = 5",
     ]
+
+
+def test_a_value_the_user_states_ranks_below_the_reply_that_decides() -> None:
+    """The user's `max_conns = 10` is what they had; the reply's `pool_size = 40` is what was
+    decided. A path the user names keeps its worth: it is where the work is."""
+    reply = message(1, "assistant", "Raise it:\n\n```\npool_size = 40\n```")
+    user = message(
+        2,
+        "user",
+        "My worker config in deploy/worker/settings.toml has\n\n```\nmax_conns = 10 # was 8\n```",
+    )
+    state = collected([reply, user])
+    assert [line.text for line in state.lines] == [
+        "pool_size = 40",
+        "deploy/worker/settings.toml",
+        "max_conns = 10",
+    ]
+    ranked = [line.text for line in evenly_ranked(state).lines]
+    assert ranked.index("pool_size = 40") < ranked.index("max_conns = 10")
+    assert ranked.index("deploy/worker/settings.toml") < ranked.index("max_conns = 10")
