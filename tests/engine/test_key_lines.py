@@ -216,3 +216,36 @@ def test_a_code_line_its_reply_explains_ranks_first() -> None:
 def test_a_decrement_is_no_flag() -> None:
     assert not states_a_value("--live_;")
     assert states_a_value("run the tests with --no-cache")
+
+
+def test_a_constant_outranks_a_newer_plain_setting() -> None:
+    """An upper snake case name (a constant, an environment variable, a config key) is what a
+    person asks about again by name: `WARM_IP_TARGET = 5` before a newer `warm_ip_goal = 5`."""
+    constant = message(1, "assistant", "Fewer spare IPs:\n\n```\nWARM_IP_TARGET = 5\n```")
+    plain = message(2, "assistant", "And the pool:\n\n```\nwarm_ip_goal = 5\n```")
+    state = collected([constant, plain])
+    assert [line.constant for line in state.lines] == [True, False]
+    assert [line.text for line in evenly_ranked(state).lines] == [
+        "WARM_IP_TARGET = 5",
+        "warm_ip_goal = 5",
+    ]
+
+
+def test_a_value_the_user_states_ranks_below_the_reply_that_decides() -> None:
+    """The user's `max_conns = 10` is what they had; the reply's `pool_size = 40` is what was
+    decided. A path the user names keeps its worth: it is where the work is."""
+    reply = message(1, "assistant", "Raise it:\n\n```\npool_size = 40\n```")
+    user = message(
+        2,
+        "user",
+        "My worker config in deploy/worker/settings.toml has\n\n```\nmax_conns = 10 # was 8\n```",
+    )
+    state = collected([reply, user])
+    assert [line.text for line in state.lines] == [
+        "pool_size = 40",
+        "deploy/worker/settings.toml",
+        "max_conns = 10",
+    ]
+    ranked = [line.text for line in evenly_ranked(state).lines]
+    assert ranked.index("pool_size = 40") < ranked.index("max_conns = 10")
+    assert ranked.index("deploy/worker/settings.toml") < ranked.index("max_conns = 10")
