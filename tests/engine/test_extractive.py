@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from topicforest.engine import ContextWindow, WindowConfig
 from topicforest.engine.messages import Message
 from topicforest.engine.render import fit_summary
@@ -206,10 +208,44 @@ def test_a_rebuilt_digest_does_not_cut_the_same_messages_again() -> None:
     cut = extractive._cached_units.cache_info()
     rebuilt = Digest("Earlier: we set up the VPC.", messages[1:], "Deploys")
     again = extractive._cached_units.cache_info()
-    assert cut.misses == 12  # every message but the one too long to remember
-    assert (again.hits, again.misses) == (11, 12)
+    assert cut.misses == 13  # every message but the one too long to remember, and the summary
+    assert (again.hits, again.misses) == (12, 13)
     extractive._cached_units.cache_clear()
     uncached = Digest("Earlier: we set up the VPC.", messages[1:], "Deploys")
     assert (rebuilt.units, rebuilt.sources) == (uncached.units, uncached.sources)
     assert rebuilt.select(60) == uncached.select(60) and rebuilt.summary(80) == uncached.summary(80)
     assert len(fresh.units) > len(rebuilt.units)
+
+
+def test_a_digest_extended_by_new_messages_is_the_one_built_from_all_of_them() -> None:
+    """A render digests a dirty topic again each time upkeep graduates an exchange into it: the
+    digest it had is extended with the new messages, and must be the digest of all of them
+    (sentences said again, the summary's place, recency, names offered and their order)."""
+    texts = [
+        f"Use `pw-prod-{i % 5}` on port 54{i:02d}. Then run make deploy-{i % 3}. Cool."
+        for i in range(14)
+    ]
+    messages = _messages(*texts)
+    summary = "We set up the VPC in infra/vpc.tf. Also mentioned: subnet_a, 10.0.0.0/16."
+    for earlier in (0, 2):
+        whole = Digest(summary, messages, "Deploys · deploy-1", earlier)
+        part = Digest(summary, messages[:5], "Deploys · deploy-1", earlier)
+        assert part.lead  # a cached lead is the part's, not the grown digest's
+        before = (list(part.units), part.select(60))
+        grown = part.extended(messages[5:9]).extended(messages[9:])
+        for name in ("units", "sources", "found", "costs", "ranked", "named", "entities"):
+            assert getattr(grown, name) == getattr(whole, name), name
+        assert grown.entity_costs == whole.entity_costs and grown.first_seen == whole.first_seen
+        assert grown.select(60) == whole.select(60) and grown.select(200, 0.25) == whole.select(
+            200, 0.25
+        )
+        assert grown.summary(80) == whole.summary(80) and grown.lead == whole.lead
+        assert (part.units, part.select(60)) == before  # the part is left as it was
+
+
+def test_a_digest_does_not_extend_before_the_summary_has_its_place() -> None:
+    """The first `earlier` messages go before the summary's sentences: a digest that has not
+    read them all cannot be extended (the summary's sentences would move)."""
+    digest = Digest("We set up the VPC.", _messages("Use port 5400.", "Cool."), earlier=3)
+    with pytest.raises(ValueError):
+        digest.extended(_messages("Use port 5401."))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from topicforest.engine import ContextWindow, InvalidMessage, UnknownTopic, WindowConfig
@@ -178,7 +180,7 @@ def test_a_full_digest_cache_lets_the_least_recently_used_go() -> None:
     """A render keeps the digests it uses: a full cache loses its oldest entries, not all of
     them (every topic's digest built again on one turn was the slowest turn at 10,000
     messages)."""
-    from topicforest.engine.render import _digest
+    from topicforest.engine.digest import cached_digest as _digest
 
     from .helpers import exchange
 
@@ -198,6 +200,53 @@ def test_a_full_digest_cache_lets_the_least_recently_used_go() -> None:
     _digest(window, root, "an earlier summary", messages)
     assert len(window.summary_digests) <= limit
     assert _digest(window, root, None, messages) is used
+
+
+def test_a_grown_topic_has_its_digest_extended_not_built_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Back to back, the next question often comes before upkeep prepared the topic it just
+    grew: its render extends the digest it had with the new messages (reading the old ones
+    again made most of the slowest turns' extra time), and renders what a new one would."""
+    from topicforest.engine.summarize.extractive import Digest
+
+    from .helpers import exchange
+
+    window = ContextWindow(WindowConfig(history_budget=512, max_topics=1))
+
+    def chat(i: int) -> None:
+        user, reply = exchange(("loader", "docker", "auth")[i % 3], i)
+        window.append("main", "user", user)
+        window.append("main", "assistant", reply)
+        window.graduate()
+
+    for i in range(12):
+        chat(i)
+    (root,) = window.topic_ids()
+    window.render(thread_id="main")
+    chat(12)
+    assert window.is_dirty(root)
+    built: list[object] = []
+    build = Digest.__init__
+
+    def counted(self: Digest, *args: Any, **kwargs: Any) -> None:
+        built.append(args)
+        build(self, *args, **kwargs)
+
+    grown: list[Digest] = []
+    extend = Digest.extended
+
+    def extended_counted(self: Digest, *args: Any) -> Digest:
+        grown.append(self)
+        return extend(self, *args)
+
+    monkeypatch.setattr(Digest, "__init__", counted)
+    monkeypatch.setattr(Digest, "extended", extended_counted)
+    extended = window.render(thread_id="main")
+    assert built == [] and len(grown) == 1  # the grown topic's digest was extended
+    window.summary_digests.clear()
+    assert window.render(thread_id="main") == extended
+    assert built  # built anew once the cache is gone
 
 
 def test_a_title_leads_with_the_topic_files() -> None:

@@ -21,6 +21,7 @@ from typing import Literal, Protocol
 from topicforest.engine.answer_types import Values, asked_for
 from topicforest.engine.centroids import CentroidIndex
 from topicforest.engine.config import WindowConfig
+from topicforest.engine.digest import cached_digest
 from topicforest.engine.embedding import Embedder, norm_sq
 from topicforest.engine.forest import Forest
 from topicforest.engine.hot_zone import MESSAGE_OVERHEAD, pack_hot, warm_terms, yield_to_question
@@ -405,7 +406,7 @@ def _topic_block(
             parts += _quoted(summary_text)
             parts += [quote_message(m) for m in verbatim[earlier:]]
         elif room >= MIN_SUMMARY_ROOM:  # a live extractive digest of summary + new messages
-            digest = _digest(window, root, summary_text or None, verbatim, earlier)
+            digest = cached_digest(window, root, summary_text or None, verbatim, earlier)
             parts += _quoted(digest.select(room - 2, RENDER_SENTENCE_SHARE))
     body = "\n".join(parts)
     mode: Mode = ("summary+messages" if dirty else "summary") if summary else "messages"
@@ -456,32 +457,5 @@ def fit_summary(window: RenderSource, root: int, text: str, room: int) -> str:
         return text
     if room < MIN_SUMMARY_ROOM:
         return ""
-    digest = _digest(window, root, text, [])
+    digest = cached_digest(window, root, text, [])
     return digest.select(room - 2, RENDER_SENTENCE_SHARE)  # no lead: the header names the topic
-
-
-def _digest(
-    window: RenderSource,
-    root: int,
-    previous: str | None,
-    messages: list[Message],
-    earlier: int = 0,
-) -> Digest:
-    """The window's cached digest of topic `root`'s summary and messages, built on first use;
-    the cache stays small. Keyed by what it is made of, so a query that recalls none of these
-    messages finds the digest the last render built.
-
-    Names the topic's header (its title) already shows are not offered again; the first
-    `earlier` messages came before what `previous` tells, and their sentences go first."""
-    title = window.title(root)
-    key = (root, hash(previous), hash(tuple(m.id for m in messages)), hash(title), earlier)
-    digests = window.summary_digests
-    digest = digests.pop(key, None)
-    if digest is None:
-        digest = Digest(previous, messages, title, earlier)
-        # the least recently used go: clearing them all made the next render build every
-        # topic's digest again
-        while len(digests) >= 4 * window.config.max_topics + 64:
-            del digests[next(iter(digests))]
-    digests[key] = digest  # last: the most recently used
-    return digest

@@ -13,6 +13,7 @@ first, newest sentence first, then the second of each, so a small cut still touc
 
 from __future__ import annotations
 
+import copy
 import functools
 import re
 from collections import Counter
@@ -95,10 +96,6 @@ def _lead_names(names: Sequence[str], count: int = 3) -> list[str]:
     return (files + code + words)[:count] or ranked[:count]
 
 
-def _sentences(text: str) -> list[str]:
-    return [sentence for sentence, _ in _units(text)]
-
-
 class Unit(NamedTuple):
     """A sentence or code line of a message, with what a digest reads of it."""
 
@@ -162,7 +159,11 @@ ALSO = "Also mentioned:"
 
 
 class Digest:
-    """A text cut into scored sentences and named things, ready to be cut to any size quickly."""
+    """A text cut into scored sentences and named things, ready to be cut to any size quickly.
+
+    A digest grows (`extended`): a render digests a dirty topic's new messages again each time
+    upkeep graduates an exchange into it, and reading the ones it had read already (finding
+    repeats, pricing sentences, sorting out names) was most of a build."""
 
     def __init__(
         self,
@@ -174,65 +175,106 @@ class Digest:
         """`known`: text the reader sees anyway (a render's topic header): its names are not
         offered again. `earlier`: how many of `messages` (the first ones) came before what
         `previous_summary` tells (`SummaryRequest.earlier`): their sentences go first."""
-        units: list[tuple[str, str]] = []  # (speaker prefix, sentence)
-        read: list[Unit] = []  # the same units, as read
-        seen: set[str] = set()  # a line said twice (a code line quoted again) says nothing new
+        self.known = known.lower()
+        self.earlier = max(earlier, 0)
+        self.messages_read = 0
+        self.units: list[tuple[str, str]] = []  # (speaker prefix, sentence)
         self.sources: list[tuple[int, int]] = []  # per unit: (message, code block or -1)
-
-        def add(speaker: str, unit: Unit, source: tuple[int, int] = (-1, -1)) -> None:
-            if unit.sentence not in seen:
-                seen.add(unit.sentence)
-                units.append((speaker, unit.sentence))
-                read.append(unit)
-                self.sources.append(source)
-
-        told = _sentences(previous_summary or "")
+        self.found: list[tuple[str, ...]] = []  # what each sentence names
+        self.named: list[bool] = []
+        self.costs: list[int] = []
+        self.names: list[str] = []  # every mention of a name, in order
+        self.first_seen: dict[str, int] = {}
+        # a line said twice (a code line quoted again) says nothing new
+        self._seen: set[str] = set()
+        self._worth: list[float] = []  # per unit, its score before recency
+        self._offered: list[list[str]] = []  # per mention, the names a cut may offer
+        self._name_costs: dict[str, int] = {}  # what each of those costs in a cut
+        told = _message_units(previous_summary or "")
         # our own lists of names: each name a mention of its own, and older than the sentences
         # that summary kept
-        listed = [
-            [name]
-            for sentence in told
-            if sentence.startswith(ALSO)
-            for name in sentence[len(ALSO) :].rstrip(".").split(", ")
-        ]
+        for unit in told:
+            if unit.sentence.startswith(ALSO):
+                for name in unit.sentence[len(ALSO) :].rstrip(".").split(", "):
+                    self._mention((name,))
+        first = min(self.earlier, len(messages))
+        self._read(messages[:first])  # in conversation order: what came before the summary
+        for unit in told:
+            if not unit.sentence.startswith((ALSO, LEAD)):  # the lead is written anew below
+                self._add("", unit, (-1, -1))
+        self._read(messages[first:])
+        self._rank()
 
-        def add_messages(numbers: range) -> None:
-            for number in numbers:
-                message = messages[number]
-                speaker = "I said" if message.role == "user" else "You said"
-                for unit in _message_units(message.content):
-                    add(speaker, unit, (number, unit.block))
+    def extended(self, messages: Sequence[Message]) -> Digest:
+        """A digest of this one's messages and then `messages`, the same as one built from all
+        of them, without reading this one's again (this one stays as it is)."""
+        grown = copy.copy(self)
+        grown.grow(messages)
+        return grown
 
-        first = min(max(earlier, 0), len(messages))
-        add_messages(range(first))  # in conversation order: what came before the summary
-        for sentence in told:
-            if not sentence.startswith((ALSO, LEAD)):  # the lead is written anew below
-                add("", _unit(sentence))
-        add_messages(range(first, len(messages)))
-        n = len(units)
-        found = [unit.names for unit in read]  # what each sentence names
-        mentions: list[Sequence[str]] = [*listed, *found]
-        scored = []
-        for position, unit in enumerate(read):
-            recency = 0.5 * position / max(1, n - 1)
-            density = unit.distinct / (1 + unit.tokens / 25)
-            scored.append((unit.distinct + density + recency, position))
-        self.units = units
-        self.costs = [estimate_tokens(f"{speaker}: {sentence}") + 1 for speaker, sentence in units]
-        self.ranked = [position for _, position in sorted(scored, reverse=True)]
-        self.named = [bool(ents) for ents in found]
-        known = known.lower()
-        self.entities = _spread(
-            [[e for e in ms if e.lower() not in known and not _bare_number(e)] for ms in mentions]
+    def grow(self, messages: Sequence[Message]) -> None:
+        """Read `messages` after those read: this becomes the digest of them all. It must have
+        read its `earlier` messages (the summary's sentences come after them). In place: not
+        for a digest others hold (a cache's), which `extended` leaves alone."""
+        if self.earlier > self.messages_read:
+            raise ValueError("the summary's sentences would move: build the digest anew")
+        self.__dict__.pop("lead", None)  # a cached property, of fewer messages
+        self._read(messages)
+        self._rank()
+
+    def __copy__(self) -> Digest:
+        """A digest that grows apart from this one: its lists, sets and dicts are its own."""
+        twin = Digest.__new__(Digest)
+        mutable = (list, dict, set)
+        twin.__dict__.update(
+            (name, value.copy() if isinstance(value, mutable) else value)
+            for name, value in vars(self).items()
         )
-        self.entity_costs = [estimate_tokens(e) + 1 for e in self.entities]
+        return twin
+
+    def _read(self, messages: Sequence[Message]) -> None:
+        for message in messages:
+            speaker = "I said" if message.role == "user" else "You said"
+            for unit in _message_units(message.content):
+                self._add(speaker, unit, (self.messages_read, unit.block))
+            self.messages_read += 1
+
+    def _add(self, speaker: str, unit: Unit, source: tuple[int, int]) -> None:
+        if unit.sentence in self._seen:
+            return
+        self._seen.add(unit.sentence)
+        self.units.append((speaker, unit.sentence))
+        self.sources.append(source)
+        self.found.append(unit.names)
+        self.named.append(bool(unit.names))
+        self.costs.append(estimate_tokens(f"{speaker}: {unit.sentence}") + 1)
+        self._worth.append(unit.distinct + unit.distinct / (1 + unit.tokens / 25))
+        self._mention(unit.names)
+
+    def _mention(self, names: Sequence[str]) -> None:
+        self.names += names
+        for name in names:
+            self.first_seen.setdefault(name, len(self.first_seen))
+        known = self.known
+        offered = [e for e in names if e.lower() not in known and not _bare_number(e)]
+        self._offered.append(offered)
+        for name in offered:
+            if name not in self._name_costs:
+                self._name_costs[name] = estimate_tokens(name) + 1
+
+    def _rank(self) -> None:
+        """What depends on all the units: their order by worth (recency counts, and the newest
+        moves as units are added) and the names in the order a cut offers them."""
+        last = max(1, len(self.units) - 1)
+        worths = enumerate(self._worth)
+        scored = sorted(((w + 0.5 * at / last, at) for at, w in worths), reverse=True)
+        self.ranked = [position for _, position in scored]
+        self.entities = _spread(self._offered)
+        self.entity_costs = list(map(self._name_costs.__getitem__, self.entities))
         # what `select` needs again and again
-        self.lower_entities = [e.lower() for e in self.entities]
+        self.lower_entities = list(map(str.lower, self.entities))
         self.least_cost = min(self.costs, default=0)
         self.least_entity_cost = min(self.entity_costs, default=0)
-        self.names = [e for ms in mentions for e in ms]
-        self.first_seen = {e: i for i, e in enumerate(dict.fromkeys(self.names))}
-        self.found = found
 
     @functools.cached_property
     def lead(self) -> str:
@@ -308,12 +350,15 @@ def _spread(found: Sequence[Sequence[str]]) -> list[str]:
     before it spends room on a second detail of any one sentence; newest first within a round
     keeps a later value ahead of the one it superseded.
     """
-    queues = [list(dict.fromkeys(ents)) for ents in reversed(found)]
+    # Only the sentences that still name something at a depth are visited: one code line
+    # naming thirty things made every round walk all of a digest's ~500 sentences.
+    queues = [names for names in map(tuple, map(dict.fromkeys, reversed(found))) if names]
     order: dict[str, None] = {}
-    for depth in range(max(map(len, queues), default=0)):
-        for names in queues:
-            if depth < len(names):
-                order.setdefault(names[depth], None)
+    depth = 0
+    while queues:
+        order.update(dict.fromkeys([names[depth] for names in queues]))
+        depth += 1
+        queues = [names for names in queues if len(names) > depth]
     return list(order)
 
 
