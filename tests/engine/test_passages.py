@@ -78,3 +78,14 @@ def test_a_code_line_that_defines_a_name_counts_as_stating_a_value() -> None:
     query = {"duplicat": 3.0, "delivery": 2.0, "webhook": 1.0}
     got = excerpt(text, query, 60, estimate_tokens)
     assert "class ProcessedWebhookEvent" in got, got
+
+
+def test_an_excerpt_of_many_separate_lines_stays_within_its_room() -> None:
+    # The gaps (" … ") between lines it picks cost tokens too: an excerpt that overran its room
+    # was left out whole by the render (as happened to 76 of 7,757 excerpts on the dev set).
+    lines = [f"plan_{i} = {i}\n// {'unrelated filler words here ' * 3}" for i in range(30)]
+    text = "The plan lines:\n```python\n" + "\n".join(lines) + "\n```"
+    for room in range(20, 80):
+        got = excerpt(text, {"plan": 2.0}, room, estimate_tokens)
+        assert got.startswith("plan_0 = 0 … plan_1 = 1"), (room, got)
+        assert estimate_tokens(got) <= room, (room, got)
