@@ -71,6 +71,16 @@ def test_the_dev_set_no_query_renders_show_a_key_line_once(path: Path) -> None:
     assert repeated_key_lines(path) == []
 
 
+@requires_shared_eval
+@pytest.mark.parametrize("path", shared_conversations(), ids=lambda p: p.stem)
+def test_the_dev_set_no_query_renders_leave_no_topic_out(path: Path) -> None:
+    # A small topic whose only key lines were longer than its room rendered nothing and was
+    # left out (infra, ios): it shows its summary or digest instead.
+    replay = replay_offline(path)
+    rendered = replay.window.render(thread_id=thread_of(replay.conv.messages[-1]))
+    assert rendered.omitted_topics == []
+
+
 def best_matches_left_out(path: Path) -> list[str]:
     """Questions of three words taken from the conversation's messages whose best-matching
     message is in a topic the render left out."""

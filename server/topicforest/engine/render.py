@@ -395,9 +395,10 @@ def _topic_block(
         chosen = window.select_key_lines(root, left, skip=shown_summary, said=said)
         parts += [quote("- " + line.text) for line in chosen]
         ids = sorted({line.message_id for line in chosen})
-    elif not dirty and summary:
+    # (and where no key line fits a small topic's room, its summary or digest speaks)
+    if not parts and not dirty and summary:
         parts += _quoted(fit_summary(window, root, summary_text, room))
-    elif dirty:
+    elif not parts and dirty:
         # in conversation order: messages that joined from before the summary come first
         earlier = summary.before(verbatim) if summary else 0
         if fits:
