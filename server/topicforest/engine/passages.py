@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import repeat
 
@@ -59,6 +59,7 @@ class Passage:
     file: str | None  # the file the passage's block or sentence names, if any
 
 
+@lru_cache(maxsize=8192)  # a render stems its question's ~30 terms; they recur
 def stem(word: str) -> str:
     """A light suffix strip: enough for `iterating`/`iteration`, `entities`/`entity`."""
     for suffix in _SUFFIXES:
@@ -157,6 +158,10 @@ def excerpt(
         return ""
     if count(text) <= min(max_tokens, WHOLE_MESSAGE):
         return text
+    costs = scan.costs(count)
+    if costs.least > max_tokens:  # nothing can be taken (a small room tries many exchanges)
+        return ""
+    sizes = costs.sizes
     ranked: list[tuple[bool, float, int, int]] = []
     for position, match in enumerate(matches):
         if not scan.stems[position]:  # a list marker ("1.") or a bracket line says nothing
@@ -175,7 +180,7 @@ def excerpt(
         context = FILE_CONTEXT_BONUS * best if passage.file and match else 0.0
         if match or value:
             # by worth per token: two short lines that each answer beat one long one
-            worth = (match + value + context) / count(passage.text) ** DENSITY
+            worth = (match + value + context) / sizes[position] ** DENSITY
             # a line stating the kind of value asked for ("how big": "6.8 GB") goes first
             asked = bool(match) and states(passage.text, values)
             ranked.append((asked, worth, -position, position))
@@ -189,14 +194,14 @@ def excerpt(
             continue
         passage = passages[position]
         taken = [position]
-        cost = count(passage.text) + 1
+        cost = sizes[position] + 1
         after = position + 1
         if scan.openers[position] and after < len(passages) and after not in taken_positions:
             taken.append(after)
-            cost = count(passage.text + " " + passages[after].text) + 1
+            cost = costs.joined[position] + 1
             passage = passages[after]
         if passage.code and passage.file and passage.file not in files:
-            cost += count(passage.file) + 2  # the file it comes from, said once
+            cost += costs.files[taken[-1]]  # the file it comes from, said once
         if used + cost > max_tokens:
             continue
         chosen.append(taken)
@@ -222,14 +227,49 @@ def _fitted(
 
 
 @dataclass(frozen=True, slots=True)
+class _Costs:
+    """A text's passages priced by one token counter, as `excerpt` prices them."""
+
+    sizes: tuple[int, ...]  # each passage's tokens
+    joined: tuple[int, ...]  # an opener's with the passage after it (else its own)
+    files: tuple[int, ...]  # what naming a code line's file adds (else 0)
+    least: int  # the least a first passage taken costs: a room below it takes nothing
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class _Scan:
     """What `excerpt` reads of a text's passages whatever the query: their stems, whether each
-    states a value (or defines a name), whether each is an opener."""
+    states a value (or defines a name), whether each is an opener; and their costs."""
 
     passages: tuple[Passage, ...]
     stems: tuple[frozenset[str], ...]
     values: tuple[bool, ...]
     openers: tuple[bool, ...]
+    priced: dict[TokenCounter, _Costs] = field(default_factory=dict)
+
+    def costs(self, count: TokenCounter) -> _Costs:
+        """The passages' costs by `count`, remembered: a recalled text is excerpted again turn
+        after turn (the window's counter is the same function each time)."""
+        costs = self.priced.get(count)
+        if costs is None:
+            costs = self.priced[count] = self._price(count)
+        return costs
+
+    def _price(self, count: TokenCounter) -> _Costs:
+        passages, last = self.passages, len(self.passages) - 1
+        sizes = tuple(count(p.text) for p in passages)
+        joined = tuple(
+            count(p.text + " " + passages[at + 1].text) if self.openers[at] and at < last else size
+            for at, (p, size) in enumerate(zip(passages, sizes, strict=True))
+        )
+        files = tuple(count(p.file) + 2 if p.code and p.file else 0 for p in passages)
+        firsts = (
+            (joined[at] + 1 + files[at + 1]) if self.openers[at] and at < last
+            else sizes[at] + 1 + files[at]
+            for at in range(len(passages))
+            if self.stems[at]  # only these are ever taken first
+        )  # fmt: skip
+        return _Costs(sizes, joined, files, min(firsts, default=0))
 
 
 # A render excerpts the messages it recalls, much the same ones turn after turn; tokenizing

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import islice
 from typing import TYPE_CHECKING
 
@@ -123,7 +124,7 @@ def recall_exchanges(
         best = sorted(totals.values(), reverse=True)
         least = best[min(ANSWER_REACH, len(best)) - 1] / (1 + ANSWER_BONUS)
         for key, pair in exchanges.items():
-            if totals[key] >= least and any(states(m.content, recall.values) for m in pair):
+            if totals[key] >= least and any(_states(m.content, recall.values) for m in pair):
                 totals[key] *= 1 + ANSWER_BONUS
     _continue_best(window, messages, exchanges, totals, room)
     query_stems = stem_weights(recall.weights)
@@ -140,6 +141,13 @@ def recall_exchanges(
             chosen.setdefault(forest.find(message.id), []).append(Recalled(message.id, line, cost))
             used += cost
     return chosen
+
+
+# The same hits come back turn after turn, and the kinds of value asked for are few: searching
+# their texts again for a value was most of the bonus's cost.
+@lru_cache(maxsize=1024)
+def _states(text: str, values: Values) -> bool:
+    return states(text, values)
 
 
 def exchange_score(one: float, other: float) -> float:

@@ -104,6 +104,16 @@ class Unit(NamedTuple):
     names: tuple[str, ...]  # `entities`
     distinct: int  # how many different things it names
     tokens: int
+    # What a digest adds each time it reads the unit (a render builds or extends a digest of a
+    # topic's messages after each summary or graduation, ~200 units each): its cost said by
+    # each of `SPEAKERS`, its worth before recency, and the names a cut may offer with their
+    # lowercase and cost (a topic's title may still hide some).
+    costs: tuple[int, ...]
+    worth: float
+    offered: tuple[tuple[str, str, int], ...]
+
+
+SPEAKERS = ("", "I said", "You said")  # a summary's sentence, the user's, the model's
 
 
 def _message_units(text: str) -> Sequence[Unit]:
@@ -125,7 +135,22 @@ def _read_units(text: str) -> list[Unit]:
 
 def _unit(sentence: str, block: int = -1) -> Unit:
     names = entities(sentence)
-    return Unit(sentence, block, names, len(set(names)), estimate_tokens(sentence))
+    distinct, tokens = len(set(names)), estimate_tokens(sentence)
+    return Unit(
+        sentence,
+        block,
+        names,
+        distinct,
+        tokens,
+        tuple(estimate_tokens(f"{speaker}: {sentence}") + 1 for speaker in SPEAKERS),
+        distinct + distinct / (1 + tokens / 25),
+        _offerable(names),
+    )
+
+
+def _offerable(names: Sequence[str]) -> tuple[tuple[str, str, int], ...]:
+    """The names a cut may offer (no bare small numbers), lowercased and priced."""
+    return tuple((n, n.lower(), estimate_tokens(n) + 1) for n in names if not _bare_number(n))
 
 
 def _units(text: str) -> list[tuple[str, int]]:
@@ -201,7 +226,7 @@ class Digest:
         self._read(messages[:first])  # in conversation order: what came before the summary
         for unit in told:
             if not unit.sentence.startswith((ALSO, LEAD)):  # the lead is written anew below
-                self._add("", unit, (-1, -1))
+                self._add(0, unit, (-1, -1))
         self._read(messages[first:])
         self._rank()
 
@@ -234,33 +259,40 @@ class Digest:
 
     def _read(self, messages: Sequence[Message]) -> None:
         for message in messages:
-            speaker = "I said" if message.role == "user" else "You said"
+            speaker = 1 if message.role == "user" else 2  # in `SPEAKERS`
             for unit in _message_units(message.content):
                 self._add(speaker, unit, (self.messages_read, unit.block))
             self.messages_read += 1
 
-    def _add(self, speaker: str, unit: Unit, source: tuple[int, int]) -> None:
+    def _add(self, speaker: int, unit: Unit, source: tuple[int, int]) -> None:
+        """Add `unit`, said by `SPEAKERS[speaker]`."""
         if unit.sentence in self._seen:
             return
         self._seen.add(unit.sentence)
-        self.units.append((speaker, unit.sentence))
+        self.units.append((SPEAKERS[speaker], unit.sentence))
         self.sources.append(source)
         self.found.append(unit.names)
         self.named.append(bool(unit.names))
-        self.costs.append(estimate_tokens(f"{speaker}: {unit.sentence}") + 1)
-        self._worth.append(unit.distinct + unit.distinct / (1 + unit.tokens / 25))
-        self._mention(unit.names)
+        self.costs.append(unit.costs[speaker])
+        self._worth.append(unit.worth)
+        self._mention(unit.names, unit.offered)
 
-    def _mention(self, names: Sequence[str]) -> None:
+    def _mention(
+        self, names: Sequence[str], offerable: tuple[tuple[str, str, int], ...] | None = None
+    ) -> None:
+        """A mention of `names` (`offerable`: theirs as `_offerable` gives them, if known)."""
         self.names += names
         for name in names:
             self.first_seen.setdefault(name, len(self.first_seen))
         known = self.known
-        offered = [e for e in names if e.lower() not in known and not _bare_number(e)]
+        costs = self._name_costs
+        offered = []
+        for name, lower, cost in _offerable(names) if offerable is None else offerable:
+            if lower not in known:
+                offered.append(name)
+                if name not in costs:
+                    costs[name] = cost
         self._offered.append(offered)
-        for name in offered:
-            if name not in self._name_costs:
-                self._name_costs[name] = estimate_tokens(name) + 1
 
     def _rank(self) -> None:
         """What depends on all the units: their order by worth (recency counts, and the newest
