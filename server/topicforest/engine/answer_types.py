@@ -43,6 +43,17 @@ TYPES = (
     ),
     _type(r"\b(?:dates?|when|which day)\b", r"\b\d{4}-\d{2}-\d{2}\b"),
     _type(r"\b(?:how often|frequency|rate)\b", rf"\b\d+ (?:in|out of) \d+\b|\b{_NUMBER}\s?%"),
+    _type(
+        # "Where do the outputs go / the traces get exported / the template live": a place in
+        # a project is a path, a file, a host and port, a URL, a channel or an address. (With
+        # a query, dev 314 -> 315 of 334, 1,024 tokens 275 -> 276, back to back 314 -> 315;
+        # 1,536 and 4,096 tokens, external and held-out unchanged.)
+        r"\bwhere\b",
+        r"\w/[\w.-]"  # a path: `conf/trainer/default.yaml`, `orbit/prod/pii_salt`
+        r"|\b[\w-]+\.[a-z]{1,5}\b(?![.(])"  # a file: `loop.py` (not a call, `os.path.join(`)
+        r"|\b[\w.-]+:\d{2,5}\b|https?://"  # a host and port, a URL
+        r"|(?<![\w&])#[a-z][\w-]+|\b0x[0-9a-f]+\b",  # a channel, an address
+    ),
 )
 
 
