@@ -21,6 +21,16 @@ def test_identifiers_and_paths_are_kept_whole_and_split() -> None:
     assert "the" not in extract("the loader and the config").terms
 
 
+def test_an_acronyms_plural_is_the_acronym_not_two_words() -> None:
+    """`URLs` split as camelCase gave `ur` and `ls`: rare made-up terms that outweighed the
+    question's real words in recall."""
+    terms = extract_terms("Upload URLs for PRs, IDs and CPUs; getURLs, HTTPServer, APIsV2")
+    for term in ("urls", "url", "prs", "pr", "ids", "id", "cpus", "cpu", "api", "http", "server"):
+        assert term in terms, term
+    for made_up in ("ur", "ls", "cp", "us", "htt", "ps"):
+        assert made_up not in terms, made_up
+
+
 def test_terms_alone_are_the_terms_of_a_full_extract() -> None:
     """Recall excerpts and queries take `extract_terms`, which skips files and symbols: their
     terms must be the ones the index holds."""
