@@ -49,7 +49,7 @@ _PART_SPLIT = re.compile(r"[/._:$@~-]+")
 # camelCase parts; an acronym's plural is the acronym (`URLs` -> `URL`, `PRs` -> `PR`), not two
 # words (`UR`, `Ls`): "how long are upload URLs valid", "CI posts plans on PRs" weighed made-up
 # terms most. (With a query, dev 315 -> 317 of 334, at 1,024 tokens 276 -> 279, at 4,096 321 ->
-# 320; external and held-out unchanged.)
+# 320; external and held-out unchanged. No query, dev 117 -> 116: topics re-formed.)
 _CAMEL = re.compile(r"[A-Z]{2,}(?=s(?![a-z]))|[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _JOINS_DOT = re.compile(r"[\w./~-]")  # a dot after one of these is not a dotfile's
