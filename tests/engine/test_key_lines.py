@@ -218,6 +218,18 @@ def test_a_decrement_is_no_flag() -> None:
     assert states_a_value("run the tests with --no-cache")
 
 
+def test_a_key_that_opens_a_block_states_nothing() -> None:
+    """`"tags": {` is a quoted key and a colon, not a value: its values are the lines after."""
+    for opener in ('"tags": {', "ports = [", "env:", "'retry': (", "cost_filter = {"):
+        assert not states_a_value(opener), opener
+    for setting in ('"team": "payments"', "ports = [8080]", "replicas: 3", "limit = 300"):
+        assert states_a_value(setting), setting
+    text = 'Tag it:\n\n```json\n{\n  "tags": {\n    "team": "payments"\n  }\n}\n```'
+    assert [line.text for line in key_lines(message(1, "assistant", text))] == [
+        '"team": "payments"'
+    ]
+
+
 def test_a_constant_outranks_a_newer_plain_setting() -> None:
     """An upper snake case name (a constant, an environment variable, a config key) is what a
     person asks about again by name: `WARM_IP_TARGET = 5` before a newer `warm_ip_goal = 5`."""
