@@ -154,8 +154,7 @@ def test_a_declaration_is_quoted_as_its_name_and_value() -> None:
         "```rust\npub const EXIT_PARTIAL: u8 = 3;\n```",
     )
     assert [line.text for line in key_lines(first)] == [
-        "kIndexBits = 22",
-        "for (uint8_t depth = 1; depth <= kMaxDepth; ++depth) {",  # no declaration: as it is
+        "kIndexBits = 22",  # (the loop is no declaration, and as logic no key line)
         "EXIT_PARTIAL = 3",
     ]
     later = message(
@@ -227,6 +226,20 @@ def test_a_key_that_opens_a_block_states_nothing() -> None:
     text = 'Tag it:\n\n```json\n{\n  "tags": {\n    "team": "payments"\n  }\n}\n```'
     assert [line.text for line in key_lines(message(1, "assistant", text))] == [
         '"team": "payments"'
+    ]
+
+
+def test_a_loop_a_branch_or_a_query_clause_is_no_key_line() -> None:
+    """Their numbers are how the code works, not what was set; prose that starts alike stays."""
+    text = (
+        "If the pool is full, each worker waits 30 s.\n\n"
+        "```cpp\nfor (int i = 0; i < 500; ++i) {\nconst int kRetryLimit = 8;\n"
+        "if (chunk.count == 0) continue;\nreturn Status(400);\n```\n\n"
+        "```sql\nselect day, count(*) from events\ngroup by 1\norder by 2 desc\nlimit 25;\n```"
+    )
+    assert [line.text for line in key_lines(message(1, "assistant", text))] == [
+        "If the pool is full, each worker waits 30 s.",
+        "kRetryLimit = 8",
     ]
 
 
