@@ -241,6 +241,8 @@ def test_a_loop_a_branch_or_a_query_clause_is_no_key_line() -> None:
         "If the pool is full, each worker waits 30 s.",
         "kRetryLimit = 8",
     ]
+    waf_rule = message(2, "assistant", "Per IP:\n\n```hcl\nlimit = 300\noffset: 10\n```")
+    assert [line.text for line in key_lines(waf_rule)] == ["limit = 300", "offset: 10"]  # keys
 
 
 def test_a_constant_outranks_a_newer_plain_setting() -> None:
