@@ -69,15 +69,15 @@ _OPENS_BLOCK = re.compile(r"""\s*["']?[\w.-]+["']?\s*[:=]\s*[\[{(]?\s*$""")
 # Their numbers read as values.
 # (No query: dev 118 -> 119 of 334 at 2,048 tokens, 152 -> 155 at 4,096, 84 -> 83 at 1,024;
 # held-out 19 -> 20, 9 -> 10 and 34 -> 33 of 60; external unchanged; with a query no change.)
+_CONTROL = "return|if|elif|else|while|for|case"  # words that start logic, not a declaration
 _LOGIC = re.compile(
-    r"\s*(?:(?:for|while|return|if|else|elif|case)\b[ (]"
-    r"|(?i:(?:limit|offset)\s+\d|(?:group by|order by|having)\b))"
+    rf"\s*(?:(?:{_CONTROL})\b[ (]|(?i:(?:limit|offset)\s+\d|(?:group by|order by|having)\b))"
 )
 # A declaration: qualifiers and a type before the name it sets (`static constexpr uint32_t
 # kIndexBits = 22;`, `pub const EXIT_PARTIAL: u8 = 3;`). Its name and value are the fact, at
 # half the tokens, and a later declaration of the same name replaces it as a setting does.
 _DECLARATION = re.compile(
-    r"^(?!(?:return|if|elif|else|while|for|case|yield|await|assert)\b)"
+    rf"^(?!(?:{_CONTROL}|yield|await|assert)\b)"
     r"(?:[\w:<>\[\]*&]+\s+)+?(?P<name>[A-Za-z_]\w*)\s*(?::\s*[\w:<>\[\]&*, ]+?)?\s*"
     r"=\s*(?P<value>[^=\s].*?)\s*;?$"
 )
