@@ -41,6 +41,17 @@ def test_entities_keep_urls_settings_and_quantities_whole() -> None:
     assert "-written" not in found and "//localhost" not in found and "200" not in found
 
 
+def test_an_argument_cut_short_at_an_expression_is_no_setting() -> None:
+    """`email=r["emailAddress"]` was listed as the setting "email=r" (23 times over the dev
+    set's renders): a value that opens a subscript, a call or a prefixed string is cut short."""
+    found = entities(
+        'obj = Suppression(email=r["emailAddress"].lower()); key=f"price:{pk}"; x=foo.bar(1) '
+        "with 'force=True', `retries=3` and stacklevel=2."
+    )
+    assert not any(name.startswith(("email=", "key=", "x=")) for name in found)
+    assert {"force=True", "retries=3", "stacklevel=2"} <= set(found)
+
+
 def test_a_dotfile_or_relative_path_keeps_its_leading_dot() -> None:
     """`.github/workflows/ci.yml` read as `github/workflows/ci.yml`, and `./run.sh` as the
     absolute `/run.sh`: a summary named files that do not exist. An ellipsis is no dot."""

@@ -33,7 +33,9 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])")
 _ENTITY = re.compile(
     r"\b[a-z][a-z0-9+.-]*://[^\s`'\"<>()\[\]]+"  # URLs, whole (host, port and path together)
     r"|(?<![\w-])--?[A-Za-z][\w-]+(?:=[^\s`'\"]+)?"  # flags (not the tail of "hand-written")
-    r"|\b[A-Za-z_][\w.]*=[\w.+-]*\w"  # settings: num_workers=6, atol=1e-6
+    # settings: num_workers=6, atol=1e-6; not an argument cut short at an expression
+    # (`email=r["emailAddress"]`, `key=f"price:{pk}"`, `x=foo.bar(1)`)
+    r"|\b[A-Za-z_][\w.]*=(?![rbfu]{1,2}[\"'])[\w.+-]*\w(?![\w\[(]|[.+-]\w)"
     r"|\b\d+(?:\.\d+)?\s?(?:[KMGT]i?B|ms|px)\b"  # quantities with their unit: 6.8 GB, 320px
     r"|\bv?\d+(?:\.\d+)+\b"  # versions
     r"|\b\d{1,3}(?:,\d{3})+\b"  # 43,200 (not "43" and "200")
