@@ -41,6 +41,17 @@ def test_entities_keep_urls_settings_and_quantities_whole() -> None:
     assert "-written" not in found and "//localhost" not in found and "200" not in found
 
 
+def test_a_member_after_a_call_or_subscript_is_no_dotfile() -> None:
+    """`expect(total).toBe(3)` listed ".toBe" among a topic's named things, as if it were a
+    dotfile like `.env`."""
+    found = entities(
+        'expect(total).toBe(3); email = r["emailAddress"].lower(); items.flatMap(f). '
+        "Put it in .env, not .gitignore or .github/workflows/ci.yml."
+    )
+    assert not {".toBe", ".lower", ".flatMap"} & set(found)
+    assert {".env", ".gitignore", ".github/workflows/ci.yml"} <= set(found)
+
+
 def test_an_argument_cut_short_at_an_expression_is_no_setting() -> None:
     """`email=r["emailAddress"]` was listed as the setting "email=r" (23 times over the dev
     set's renders): a value that opens a subscript, a call or a prefixed string is cut short."""

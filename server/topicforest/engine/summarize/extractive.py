@@ -50,6 +50,7 @@ _ENTITY = re.compile(
 
 # `.github/workflows/ci.yml`, `.env`, `./run.sh`, `../lib`: the dot is part of the name
 _DOT_PATH = re.compile(r"\.\.?/|\.[A-Za-z]")
+_MEMBER_BEFORE = re.compile(r"[\w)\]}]\.[A-Za-z_]")  # `expect(x).toBe`, `r["a"].lower`
 
 
 def entities(text: str) -> tuple[str, ...]:
@@ -65,8 +66,10 @@ def _short_entities(text: str) -> tuple[str, ...]:
 
 def _entities(text: str) -> tuple[str, ...]:
     found = []
-    for match in _ENTITY.findall(text):
-        token = match.strip(",:;()").rstrip(".")
+    for match in _ENTITY.finditer(text):
+        token = match.group().strip(",:;()").rstrip(".")
+        if token.startswith(".") and _MEMBER_BEFORE.match(text, max(0, match.start() - 1)):
+            continue  # `).toBe`, `].lower`: a member of what comes before, not a dotfile
         if token.startswith(".") and not _DOT_PATH.match(token):
             token = token.lstrip(".")  # an ellipsis, not a dotfile or a relative path
         if len(token) < 2:
