@@ -52,6 +52,17 @@ def test_a_member_after_a_call_or_subscript_is_no_dotfile() -> None:
     assert {".env", ".gitignore", ".github/workflows/ci.yml"} <= set(found)
 
 
+def test_a_log_line_names_its_timestamp_once_and_no_keyword() -> None:
+    """A log line's `2024-03-15T19:02:11.022Z` counted as five names ("2024", "03", "15T19",
+    …), and SELECT, WHERE and INFO as names of the project: a key line is ranked by the things
+    it names, so timestamped log lines and SQL outranked settings."""
+    log = "2024-03-15T19:02:11.022Z web-7c9d8f6b5-7hv4n INFO order HW-1187710 marked paid"
+    assert entities(log) == ("2024-03-15T19:02:11.022Z", "web-7c9d8f6b5-7hv4n", "1187710")
+    assert entities("at 10:02:31.449, released 2024-03-26") == ("10:02:31.449", "2024-03-26")
+    query = "SELECT order_id FROM orders_orderline WHERE status = 'PAID' LIMIT 25"
+    assert entities(query) == ("order_id", "orders_orderline", "PAID", "25")
+
+
 def test_an_argument_cut_short_at_an_expression_is_no_setting() -> None:
     """`email=r["emailAddress"]` was listed as the setting "email=r" (23 times over the dev
     set's renders): a value that opens a subscript, a call or a prefixed string is cut short."""

@@ -37,6 +37,9 @@ _ENTITY = re.compile(
     # (`email=r["emailAddress"]`, `key=f"price:{pk}"`, `x=foo.bar(1)`)
     r"|\b[A-Za-z_][\w.]*=(?![rbfu]{1,2}[\"'])[\w.+-]*\w(?![\w\[(]|[.+-]\w)"
     r"|\b\d+(?:\.\d+)?\s?(?:[KMGT]i?B|ms|px)\b"  # quantities with their unit: 6.8 GB, 320px
+    # a date or a time of day, whole: a log line's `2024-03-15T19:02:11.022Z` is one thing
+    r"|\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?Z?)?(?![\w-])"
+    r"|\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"
     r"|\bv?\d+(?:\.\d+)+\b"  # versions
     r"|\b\d{1,3}(?:,\d{3})+\b"  # 43,200 (not "43" and "200")
     r"|\b\d{2,}[\w%]*\b"  # numbers, ports, sizes
@@ -48,6 +51,13 @@ _ENTITY = re.compile(
 )
 
 
+# upper case words of a query language or a log line: they name nothing of the project
+KEYWORDS = frozenset(
+    """SELECT FROM WHERE SET UPDATE INSERT INTO VALUES DELETE JOIN LEFT RIGHT INNER OUTER ON
+    AND OR NOT NULL ORDER GROUP BY HAVING LIMIT OFFSET AS IS IN CREATE TABLE INDEX ALTER DROP
+    ADD COLUMN PRIMARY KEY DEFAULT UNIQUE CASE WHEN THEN ELSE END BEGIN COMMIT ROLLBACK
+    DEBUG INFO WARN WARNING ERROR FATAL TRACE CRITICAL""".split()
+)
 # `.github/workflows/ci.yml`, `.env`, `./run.sh`, `../lib`: the dot is part of the name
 _DOT_PATH = re.compile(r"\.\.?/|\.[A-Za-z]")
 _MEMBER_BEFORE = re.compile(r"[\w)\]}]\.[A-Za-z_]")  # `expect(x).toBe`, `r["a"].lower`
@@ -72,7 +82,7 @@ def _entities(text: str) -> tuple[str, ...]:
             continue  # `).toBe`, `].lower`: a member of what comes before, not a dotfile
         if token.startswith(".") and not _DOT_PATH.match(token):
             token = token.lstrip(".")  # an ellipsis, not a dotfile or a relative path
-        if len(token) < 2:
+        if len(token) < 2 or token in KEYWORDS:
             continue
         if (
             ("/" in token or "." in token)
