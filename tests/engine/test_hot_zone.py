@@ -1,5 +1,5 @@
 """The hot zone in a render: a question that reaches back to older work gets the room of the
-hot zone's oldest exchanges that have nothing to do with it; the rest stays verbatim."""
+hot zone's exchanges that have nothing to do with it; the rest stays verbatim."""
 
 from __future__ import annotations
 
@@ -81,13 +81,14 @@ def kept(hot: list[tuple[Message, str]], joins: bool = False) -> list[int]:
     return [m.id for m, _ in rest]
 
 
-def test_the_oldest_unrelated_exchanges_yield_up_to_the_first_that_bears_on_the_question() -> None:
+def test_every_unrelated_exchange_yields_even_after_one_that_bears_on_the_question() -> None:
     vault = (("user", "where is the vault?"), ("assistant", "in ops"))
     hot = packed(
         *WEBPACK, *vault, *BUNDLE, ("user", "thanks, and lint?"), ("assistant", "run eslint")
     )
-    # the vault exchange bears on the question: it and everything after it stay
-    assert kept(hot) == [2, 3, 4, 5, 6, 7]
+    # the vault exchange bears on the question and stays; the bundle one after it does not
+    # (it kept its room when only the oldest exchanges yielded); the newest exchange stays
+    assert kept(hot) == [2, 3, 6, 7]
     # an exchange that would join the recalled topic stays too
     assert kept(hot, joins=True) == list(range(8))
 
