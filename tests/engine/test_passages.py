@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from topicforest.engine.passages import excerpt
+import pytest
+
+from topicforest.engine.passages import excerpt, stem_weights
 from topicforest.engine.tokens import estimate_tokens
 
 REPLY = (
@@ -78,6 +80,36 @@ def test_a_code_line_that_defines_a_name_counts_as_stating_a_value() -> None:
     query = {"duplicat": 3.0, "delivery": 2.0, "webhook": 1.0}
     got = excerpt(text, query, 60, estimate_tokens)
     assert "class ProcessedWebhookEvent" in got, got
+
+
+@pytest.mark.parametrize(
+    "definition",
+    [
+        "fun migrate3To4_keepsTrailsAndDefaultsElevation() {",  # Kotlin
+        "data class TrailCardUi(",
+        "defp start_isolated_plan_cache(_context) do",  # Elixir
+        "defmodule Tallyboard.Billing.PlanCache do",
+    ],
+)
+def test_definitions_in_kotlin_and_elixir_count_as_stating_a_value(definition: str) -> None:
+    # The reported case: "what's the 3->4 migration test called?" got the test's setup lines
+    # and not the `fun` line that names it (Kotlin's `fun`, Elixir's `defp` were not read as
+    # definitions, while Python's `def` and Rust's `fn` were).
+    text = (
+        "The migration test, with the schema the helper checks:\n\n"
+        "```kotlin\n"
+        "@Test\n"
+        f"{definition}\n"
+        "    helper.createDatabase(TEST_DB, 3).use { db -> db.execSQL(SEED_SQL) }\n"
+        "    val db = helper.runMigrationsAndValidate(TEST_DB, 4, true, MIGRATION_3_4)\n"
+        '    db.query("SELECT elevation_gain_m FROM trails").use { c -> check(c) }\n'
+        "}\n"
+        "```\n\n"
+        "Run it on a managed device in CI so a broken migration never ships again."
+    )
+    query = stem_weights({"migration": 3.0, "test": 1.0, "called": 1.0})
+    got = excerpt(text, query, 50, estimate_tokens)
+    assert definition.split("(")[0] in got, got
 
 
 def test_an_excerpt_of_many_separate_lines_stays_within_its_room() -> None:
