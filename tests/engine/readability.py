@@ -67,3 +67,38 @@ def is_code(sentence: str) -> bool:
         return True
     marks = len(_CODE_MARKS.findall(prose))
     return marks > 0 and len(words) < 3 + 2 * marks
+
+
+# A sentence about pasted code or a log ("You showed …", "I pasted …", "It also has …")
+_ABOUT_CODE = re.compile(r"\b(?:You showed|I pasted)\b|^It also has\b")
+# What such a sentence should never name: when a log line was written (`00:03:12.404`,
+# `2024-03-25T14:02:11.904Z`), a record's field (`pid=1`, `rows=368102`), a hash in a name
+# (`ledgerly-job-3f9a1c0d`), or the mark of a condensed paste.
+_NOISE = re.compile(
+    r"`(?:\d{4}-\d{2}-\d{2}T)?\d{1,2}:\d{2}:\d{2}[^`]*`"
+    r"|`(?:pid|tid|jid|rows|width|loops|hit|read)=[^`]*`"
+    r"|`[^`\s]*-(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{6,}`"
+    r"|more lines in the original"
+)
+
+
+def log_noise(text: str) -> str | None:
+    """The first sentence about code or a log that names a log line's time, a record's field
+    or a generated id, or that quotes the mark of a condensed paste."""
+    for sentence in sentences(text):
+        if _NOISE.search(sentence) and (
+            _ABOUT_CODE.search(sentence) or "more lines in the original" in sentence
+        ):
+            return sentence
+    return None
+
+
+def stray_continuation(text: str) -> str | None:
+    """The first "It also has …" that does not follow a sentence about the code it continues
+    (alone it says nothing of what "it" is)."""
+    previous = ""
+    for sentence in sentences(text):
+        if sentence.startswith("It also has") and not _ABOUT_CODE.search(previous):
+            return sentence
+        previous = sentence
+    return None

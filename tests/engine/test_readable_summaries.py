@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from topicforest.engine.messages import Message
+from topicforest.engine.passages import OMITTED
 from topicforest.engine.summarize.extractive import Digest
 
 from ..conftest import requires_shared_eval, shared_conversations
-from .readability import code_line, is_code, keyword_dump
-from .replays import SAMPLE, replay_offline
+from .readability import code_line, is_code, keyword_dump, log_noise, stray_continuation
+from .replays import HELD_OUT, SAMPLE, replay_offline
 
 
 def unreadable(summaries: list[str]) -> list[str]:
@@ -25,6 +26,10 @@ def unreadable(summaries: list[str]) -> list[str]:
             found.append(f"keyword dump {dump!r} in: {text[:200]}")
         if (line := code_line(text)) is not None:
             found.append(f"code line {line!r} in: {text[:200]}")
+        if (noise := log_noise(text)) is not None:
+            found.append(f"log noise {noise!r} in: {text[:200]}")
+        if (stray := stray_continuation(text)) is not None:
+            found.append(f"continuation alone {stray!r} in: {text[:200]}")
     return found
 
 
@@ -46,6 +51,13 @@ def test_the_checker_catches_what_the_issue_reported() -> None:
 def test_the_sample_summaries_are_sentences() -> None:
     replay = replay_offline(SAMPLE)
     assert replay.summaries  # the replay summarized its topics
+    assert unreadable(replay.summaries) == []
+
+
+@pytest.mark.parametrize("path", HELD_OUT, ids=lambda p: p.stem)
+def test_the_held_out_summaries_are_sentences(path: Path) -> None:
+    replay = replay_offline(path)
+    assert replay.summaries
     assert unreadable(replay.summaries) == []
 
 
@@ -79,3 +91,62 @@ def test_a_code_block_is_said_in_a_sentence_that_keeps_its_values_and_file() -> 
     for name in ("app/db.py", "pool_size=20", "max_overflow=5", "POOL_RECYCLE = 1800", "25"):
         assert name in text, (name, text)
     assert text.startswith("I asked you about app/db.py")
+
+
+def test_a_pasted_log_is_said_as_a_log_without_its_times_fields_or_ids() -> None:
+    digest = Digest(
+        None,
+        _messages(
+            "deploys kill the import job mid-run, log from the job container:\n```\n"
+            "2024-03-25T14:02:11.904Z pid=1 tid=2a8 INFO: Shutting down BankImportJob\n"
+            "2024-03-25T14:02:19.913Z pid=1 tid=2a8 WARN: Sidekiq::Shutdown in app/jobs/"
+            "bank_import_job.rb\n"
+            "14:02:21.002 ledgerly-job-3f9a1c0d exited with code 137\n```",
+            "Exit code 137 means `docker stop` killed it after its grace period: raise "
+            "`drain_timeout` to 30 in config/deploy.yml.",
+        ),
+    )
+    text = digest.summary(200)
+    assert unreadable([text]) == [], text
+    assert "I pasted a log" in text, text
+    assert "BankImportJob" in text, text
+    for noise in ("14:02", "pid=1", "tid=2a8", "3f9a1c0d"):
+        assert noise not in text, (noise, text)
+
+
+def test_keyword_arguments_and_settings_are_no_record_fields() -> None:
+    digest = Digest(
+        None,
+        _messages(
+            "what should the engine use?",
+            "```python\n# app/db.py\nengine = create_engine(url, pool_size=20, "
+            "max_overflow=5, poolclass=QueuePool)\n```",
+        ),
+    )
+    text = digest.summary(200)
+    for name in ("pool_size=20", "max_overflow=5"):
+        assert name in text, (name, text)
+
+
+def test_the_mark_of_a_condensed_paste_is_no_sentence_of_its_summary() -> None:
+    long_reply = "Split the import into batches of 500 rows in `app/importer.py`." + OMITTED
+    text = Digest(None, _messages("the import is slow", long_reply)).summary(200)
+    assert "more lines" not in text, text
+    assert "app/importer.py" in text, text
+
+
+def test_a_continuation_of_an_earlier_summary_never_stands_alone() -> None:
+    earlier = (
+        "Title: Descriptor sets\nI asked you about src/vk/pool.cpp. "
+        "You showed src/vk/pool.cpp with `kMaxSets = 1024`, `VkDescriptorPool` and "
+        "`vkAllocateDescriptorSets`. It also has `VK_ERROR_OUT_OF_POOL_MEMORY`, `poolSizes` and "
+        "`maxSets`."
+    )
+    later = _messages(
+        "the pool still runs out after a resize, with `VK_ERROR_FRAGMENTED_POOL` on frame 300",
+        "Allocate per frame from `FrameDescriptorAllocator` in src/vk/frame_alloc.cpp and reset "
+        "the whole pool with `vkResetDescriptorPool` at frame start; keep `kFramesInFlight = 2`.",
+    )
+    for room in range(16, 120, 4):
+        text = Digest(earlier, later).summary(room)
+        assert stray_continuation(text) is None, (room, text)

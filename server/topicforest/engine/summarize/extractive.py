@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 from topicforest.engine.embedding import is_file_path, is_symbol
 from topicforest.engine.messages import Message
+from topicforest.engine.passages import OMITTED
 from topicforest.engine.summarize.base import SummaryRequest, SummaryResult
 from topicforest.engine.summarize.readable import looks_like_code, readable
 from topicforest.engine.tokens import estimate_tokens
@@ -175,7 +176,8 @@ def _units(text: str) -> list[tuple[str, int]]:
     out: list[tuple[str, int]] = []
     in_fence = False
     block = 0
-    for line in text.splitlines():
+    # a long paste reaches the summarizer condensed, marked as such: the mark is no sentence
+    for line in text.removesuffix(OMITTED).splitlines():
         stripped = line.strip()
         if stripped.startswith("```"):
             in_fence = not in_fence

@@ -3,8 +3,9 @@
 Made from a `Digest` (its units, ranking and named things). The densest sentences come first,
 within half the room; then, while room is left, the piece that says the most names not said yet
 per token: a sentence of the conversation, or one sentence per code block naming up to three of
-its names ("You showed app/db.py with `pool_size=20` and `QueuePool`."); then more sentences.
-They are read in conversation order, one "You said:" per message.
+its names ("You showed app/db.py with `pool_size=20` and `QueuePool`."; "I pasted a log with
+…", never a log line's time, a record's fields or a generated id); then more sentences. They are
+read in conversation order, one "You said:" per message.
 """
 
 from __future__ import annotations
@@ -37,6 +38,19 @@ _COMMAND = re.compile(
     r"\s[^|;&<>`]*$"
 )
 _COMMENT = re.compile(r"\s(?:#|//)\s.*$")
+# When a line was logged (`00:03:12.404`, `2024-03-25T14:02:11.904Z`): nothing a reader asks
+# about. A block whose lines mostly carry one is a log, and is said as one.
+_CLOCK = re.compile(r"(?:\d{4}-\d{2}-\d{2}[T ])?\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?Z?")
+# A record's fields, space-separated lowercase `key=value` pairs (a log line's `pid=1 tid=3nl`,
+# EXPLAIN's `rows=368102 width=16`): two or more make the line a record, whose fields name
+# nothing of the project (a call's `pool_size=20,` or a setting is no record).
+_FIELD = re.compile(r"(?:^|(?<=\s))[a-z][a-z_]*=[^\s,()]+(?=\s|$)")
+_FIELD_NAME = re.compile(r"[a-z][a-z_]*=.*")
+# A generated id: a hash (`8d1f0a3e2b7c`, the `3f9a1c0d` of a container `ledgerly-job-3f9a1c0d`)
+# or an encoded blob (`Z2lkOi8vbGVkZ2VybHkv…`): it tells a machine's run, not the project.
+_HASH = re.compile(r"(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{6,}")
+_BLOB = re.compile(r"(?=\S*\d)(?=\S*[a-z])(?=\S*[A-Z])[A-Za-z0-9+/=]{20,}")
+ALSO_HAS = "It also has"  # a block's second sentence: said only right after its first
 SHORT_LINE = 60  # characters: a code line this short that sets a value is quoted whole
 MIN_WORDS = 6  # a sentence that names nothing is kept only if it says this much
 
@@ -70,6 +84,7 @@ class Piece:
     names: tuple[str, ...]  # what it names, lower case
     cost: int
     code: bool  # a code block, said as a sentence of its names
+    subject: str = "code"  # what a code block is called when no file names it ("a log")
 
 
 def readable(digest: Digest, target_tokens: int) -> list[str]:
@@ -135,6 +150,13 @@ def readable(digest: Digest, target_tokens: int) -> list[str]:
     for piece in sorted(left, key=lambda p: order[p.position]):
         if used + piece.cost <= budget and len(piece.text.split()) >= MIN_WORDS:
             take(piece)
+    # An earlier summary's "It also has …" goes only where the sentence it continues goes
+    taken = {piece.position for piece in chosen}
+    chosen = [
+        piece
+        for piece in chosen
+        if piece.code or not piece.text.startswith(ALSO_HAS) or piece.position - 1 in taken
+    ]
     return _said(sorted(chosen, key=lambda p: p.position))
 
 
@@ -144,12 +166,22 @@ def _block(digest: Digest, positions: list[int]) -> Piece:
     other lines, files first (a bare number out of a long line says nothing)."""
     values: list[str] = []
     names: list[str] = []
+    logged = 0  # lines carrying a time of day
     for position in positions:
         line = " ".join(_COMMENT.sub("", digest.units[position][1]).split()).rstrip(";, ")
+        logged += _CLOCK.search(line) is not None
         if len(line) <= SHORT_LINE and (_SETTING.match(line) or _COMMAND.match(line)):
             values.append(line)
         else:
-            names += [n for n in digest.found[position] if not _NUMBER.fullmatch(n)]
+            record = len(_FIELD.findall(line)) >= 2
+            names += [
+                n
+                for n in digest.found[position]
+                if not _NUMBER.fullmatch(n)
+                and not _CLOCK.fullmatch(n)
+                and not (record and _FIELD_NAME.fullmatch(n))
+                and not _generated(n)
+            ]
     unique = list(dict.fromkeys(names))
     files = [n for n in unique if is_file_path(n)]
     settings = [n for n in unique if "=" in n]
@@ -157,7 +189,15 @@ def _block(digest: Digest, positions: list[int]) -> Piece:
     items = [*dict.fromkeys(values), *settings, *files, *(n for n in unique if n not in taken)]
     first = positions[0]
     speaker = "You showed" if digest.units[first][0] == "You said" else "I pasted"
-    return Piece(first, digest.sources[first][0], speaker, "", tuple(items), 0, True)
+    subject = "a log" if 2 * logged >= len(positions) else "code"
+    return Piece(first, digest.sources[first][0], speaker, "", tuple(items), 0, True, subject)
+
+
+def _generated(name: str) -> bool:
+    """A hash, a name with a hash in it, or an encoded blob (`_HASH`, `_BLOB`)."""
+    return _BLOB.fullmatch(name) is not None or any(
+        _HASH.fullmatch(part) for part in name.split("-")
+    )
 
 
 def _code_sentence(block: Piece, said: set[str], *, again: bool = False) -> Piece:
@@ -165,15 +205,17 @@ def _code_sentence(block: Piece, said: set[str], *, again: bool = False) -> Piec
     with `pool_size=20`."; "It also has …" when the block was said before)."""
     fresh = [n for n in block.names if n.lower() not in said][:CODE_NAMES]
     files = [n for n in fresh if " " not in n and "=" not in n and is_file_path(n)]
-    subject = files[0] if files and not again else "code"
+    # a log that names a file is still a log ("I pasted a log with app/jobs/import.rb …")
+    subject = files[0] if files and not again and block.subject == "code" else block.subject
     rest = [f"`{n}`" for n in fresh if n != subject]
     if again:
-        text = f"It also has {_and(rest)}." if rest else ""
+        text = f"{ALSO_HAS} {_and(rest)}." if rest else ""
     else:
         said_as = f"{block.speaker} {subject}"
         text = f"{said_as} with {_and(rest)}." if rest else f"{said_as}."
     lowered = tuple(n.lower() for n in fresh)
-    return Piece(block.position, block.message, "", text, lowered, estimate_tokens(text) + 1, True)
+    cost = estimate_tokens(text) + 1
+    return Piece(block.position, block.message, "", text, lowered, cost, True, block.subject)
 
 
 def _and(items: list[str]) -> str:
