@@ -72,11 +72,11 @@ def is_code(sentence: str) -> bool:
 # A sentence about pasted code or a log ("You showed …", "I pasted …", "It also has …")
 _ABOUT_CODE = re.compile(r"\b(?:You showed|I pasted)\b|^It also has\b")
 # What such a sentence should never name: when a log line was written (`00:03:12.404`,
-# `2024-03-25T14:02:11.904Z`), a record's field (`pid=1`, `rows=368102`), a hash in a name
+# `2024-03-25T14:02:11.904Z`), a record's fields (`pid=1` and `tid=3nl`), a hash in a name
 # (`ledgerly-job-3f9a1c0d`), or the mark of a condensed paste.
 _NOISE = re.compile(
     r"`(?:\d{4}-\d{2}-\d{2}T)?\d{1,2}:\d{2}:\d{2}[^`]*`"
-    r"|`(?:pid|tid|jid|rows|width|loops|hit|read)=[^`]*`"
+    r"|`(?:pid|tid|jid|rows|width|loops|hit|read)=[^`]*`.*`(?:pid|tid|jid|rows|width|loops|hit|read)="
     r"|`[^`\s]*-(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{6,}`"
     r"|more lines in the original"
 )

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from topicforest.engine.messages import Message
-from topicforest.engine.passages import OMITTED
+from topicforest.engine.passages import OMITTED, condense
 from topicforest.engine.summarize.extractive import Digest
+from topicforest.engine.tokens import estimate_tokens
 
 from ..conftest import requires_shared_eval, shared_conversations
 from .readability import code_line, is_code, keyword_dump, log_noise, stray_continuation
@@ -150,3 +151,28 @@ def test_a_continuation_of_an_earlier_summary_never_stands_alone() -> None:
     for room in range(16, 120, 4):
         text = Digest(earlier, later).summary(room)
         assert stray_continuation(text) is None, (room, text)
+
+
+LONG_REPLY = (
+    "The pool runs dry because every request holds a connection for the whole render. "
+    "Give the engine a bounded pool and recycle idle connections:\n\n"
+    "```python\n# app/db.py\n"
+    + "".join(
+        f"# step {n}: keep the pool warm under load while the importer runs\n" for n in range(12)
+    )
+    + "engine = create_engine(url, pool_size=20, max_overflow=5)\n"
+    "POOL_RECYCLE = 1800\n```\n\n"
+    "Then `SELECT count(*) FROM pg_stat_activity` should stay under 25 during the import. "
+    + "It is the same advice as before for the worker and the scheduler alike. "
+    * 6
+)
+
+
+def test_a_condensed_reply_keeps_its_code_in_a_fence_and_its_summary_says_it() -> None:
+    condensed = condense(LONG_REPLY, 120, estimate_tokens)
+    assert estimate_tokens(condensed) <= 120
+    assert "\n```\n" in "\n" + condensed + "\n", condensed  # a fence of its own
+    assert "\nPOOL_RECYCLE = 1800\n" in condensed, condensed  # a code line on a line of its own
+    text = Digest(None, _messages("the pool runs dry under load", condensed)).summary(120)
+    assert unreadable([text]) == [], text
+    assert "You showed" in text and "POOL_RECYCLE = 1800" in text, text

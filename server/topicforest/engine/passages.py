@@ -20,6 +20,7 @@ from topicforest.engine.embedding import chunk_terms, chunks, is_file_path
 from topicforest.engine.tokens import TokenCounter
 
 GAP = " … "
+FENCE = "```"
 OMITTED = " [… more lines in the original]"
 VALUE_BONUS = 0.8  # of the best query match: a line stating a value beats a bare mention
 FILE_CONTEXT_BONUS = 0.25
@@ -306,7 +307,10 @@ def _is_opener(passage: Passage) -> bool:
 
 def condense(text: str, max_tokens: int, count: TokenCounter) -> str:
     """`text` within `max_tokens`: its prose first, then the code and log lines that state or
-    name something, in their original order; what is left out is marked."""
+    name something, in their original order and layout (prose as paragraphs, code lines in
+    fences, "…" where lines were left out); what is left out is marked. A summarizer reads
+    code as code: flattened into the prose, a reply's commands and settings read as part of
+    its sentences."""
     passages = split_passages(text)
     ranked = sorted(
         range(len(passages)),
@@ -324,8 +328,48 @@ def condense(text: str, max_tokens: int, count: TokenCounter) -> str:
         if used + cost <= max_tokens:
             chosen.append(position)
             used += cost
-    body = _join(passages, sorted(chosen))
-    return body + OMITTED if len(chosen) < len(passages) else body
+    while True:  # the fences and gap marks cost too: the last chosen go until it fits
+        body = _laid_out(passages, sorted(chosen))
+        if len(chosen) < len(passages):
+            body += OMITTED
+        if count(body) <= max_tokens or not chosen:
+            return body
+        chosen.pop()
+
+
+def _laid_out(passages: tuple[Passage, ...], chosen: list[int]) -> str:
+    """The `chosen` passages as a summarizer should read them: prose sentences as paragraphs,
+    code lines in a fenced block, the file a block names said once, "…" for what is left out."""
+    lines: list[str] = []
+    fenced = False
+    named: set[str] = set()
+    previous = -2
+    for position in chosen:
+        passage = passages[position]
+        gap = position != previous + 1 and previous >= 0
+        if passage.code != fenced:
+            if fenced:
+                lines.append(FENCE)
+            if gap:
+                lines.append(GAP.strip())
+            if passage.code:
+                if passage.file and passage.file not in named and passage.file not in passage.text:
+                    lines.append(f"({passage.file})")
+                lines.append(FENCE)
+            fenced = passage.code
+            lines.append(passage.text)
+        elif passage.code or gap or not lines:
+            lines.append(GAP.strip() if gap else passage.text)
+            if gap:
+                lines.append(passage.text)
+        else:
+            lines[-1] += " " + passage.text  # the next sentence of the same paragraph
+        if passage.file:
+            named.add(passage.file)
+        previous = position
+    if fenced:
+        lines.append(FENCE)
+    return "\n".join(lines)
 
 
 def _join(passages: tuple[Passage, ...], chosen: list[int]) -> str:

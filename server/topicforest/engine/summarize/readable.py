@@ -170,6 +170,8 @@ def _block(digest: Digest, positions: list[int]) -> Piece:
     for position in positions:
         line = " ".join(_COMMENT.sub("", digest.units[position][1]).split()).rstrip(";, ")
         logged += _CLOCK.search(line) is not None
+        if _CLOCK.fullmatch(line):
+            continue  # a log's blank line, but for its time
         if len(line) <= SHORT_LINE and (_SETTING.match(line) or _COMMAND.match(line)):
             values.append(line)
         else:
