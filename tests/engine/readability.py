@@ -61,6 +61,8 @@ def sentences(text: str) -> list[str]:
 def is_code(sentence: str) -> bool:
     """Code: what is left once inline `code` spans are taken out has hardly a word of prose and
     shows code's punctuation, or starts as code does (`let x = …`, `def f(`, `$ cargo …`)."""
+    if sentence.startswith("|") and sentence.rstrip(".").endswith("|"):
+        return True  # a markdown table's row
     prose = re.sub(r"`[^`]*`", " ", sentence)
     words = _WORD.findall(prose)
     if (_KEYWORD_START.match(sentence) or _CODE_LINE.match(sentence)) and len(words) < 6:

@@ -102,7 +102,8 @@ def test_a_pasted_log_is_said_as_a_log_without_its_times_fields_or_ids() -> None
             "2024-03-25T14:02:11.904Z pid=1 tid=2a8 INFO: Shutting down BankImportJob\n"
             "2024-03-25T14:02:19.913Z pid=1 tid=2a8 WARN: Sidekiq::Shutdown in app/jobs/"
             "bank_import_job.rb\n"
-            "14:02:21.002 ledgerly-job-3f9a1c0d exited with code 137\n```",
+            "14:02:21.002 ledgerly-job-3f9a1c0d exited with code 137\n"
+            "2024/03/25 14:02:22 docker: container exited\n```",
             "Exit code 137 means `docker stop` killed it after its grace period: raise "
             "`drain_timeout` to 30 in config/deploy.yml.",
         ),
@@ -111,7 +112,7 @@ def test_a_pasted_log_is_said_as_a_log_without_its_times_fields_or_ids() -> None
     assert unreadable([text]) == [], text
     assert "I pasted a log" in text, text
     assert "BankImportJob" in text, text
-    for noise in ("14:02", "pid=1", "tid=2a8", "3f9a1c0d"):
+    for noise in ("14:02", "pid=1", "tid=2a8", "3f9a1c0d", "/03/25"):
         assert noise not in text, (noise, text)
 
 
@@ -176,3 +177,16 @@ def test_a_condensed_reply_keeps_its_code_in_a_fence_and_its_summary_says_it() -
     text = Digest(None, _messages("the pool runs dry under load", condensed)).summary(120)
     assert unreadable([text]) == [], text
     assert "You showed" in text and "POOL_RECYCLE = 1800" in text, text
+
+
+def test_a_markdown_table_is_said_as_a_table() -> None:
+    reply = (
+        "Which errors map to which HTTP status:\n\n"
+        "| reason | status | retry |\n|---|---|---|\n"
+        "| `CARD_DECLINED` | 402 | no |\n| `IDEMPOTENCY_KEY_REUSED` | 422 | no |\n"
+        "| `ACQUIRER_TIMEOUT` | 503 | yes |\n"
+    )
+    text = Digest(None, _messages("what status does a decline get?", reply)).summary(120)
+    assert unreadable([text]) == [], text
+    assert "You showed a table with" in text and "CARD_DECLINED" in text, text
+    assert "|" not in text, text

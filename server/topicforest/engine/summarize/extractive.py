@@ -185,7 +185,7 @@ def _units(text: str) -> list[tuple[str, int]]:
             continue
         if not stripped:
             continue
-        if in_fence or looks_like_code(stripped):
+        if in_fence or looks_like_code(stripped) or _TABLE_ROW.match(stripped):
             if entities(stripped):
                 out.append((stripped.strip("` "), block))
             continue
@@ -195,6 +195,7 @@ def _units(text: str) -> list[tuple[str, int]]:
     return out
 
 
+_TABLE_ROW = re.compile(r"\|.*\|$")  # a markdown table's row: said as a block, as code is
 SENTENCE_SHARE = 0.5
 LEAD = "I asked you about"
 ALSO = "Also mentioned:"

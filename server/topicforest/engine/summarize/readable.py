@@ -167,9 +167,11 @@ def _block(digest: Digest, positions: list[int]) -> Piece:
     values: list[str] = []
     names: list[str] = []
     logged = 0  # lines carrying a time of day
+    rows = 0  # lines of a markdown table
     for position in positions:
         line = " ".join(_COMMENT.sub("", digest.units[position][1]).split()).rstrip(";, ")
         logged += _CLOCK.search(line) is not None
+        rows += line.startswith("|") and line.endswith("|")
         if _CLOCK.fullmatch(line):
             continue  # a log's blank line, but for its time
         if len(line) <= SHORT_LINE and (_SETTING.match(line) or _COMMAND.match(line)):
@@ -180,6 +182,7 @@ def _block(digest: Digest, positions: list[int]) -> Piece:
                 n
                 for n in digest.found[position]
                 if not _NUMBER.fullmatch(n)
+                and any(c.isalpha() for c in n)  # not `/04/17` (of a log's date)
                 and not _CLOCK.fullmatch(n)
                 and not (record and _FIELD_NAME.fullmatch(n))
                 and not _generated(n)
@@ -191,7 +194,11 @@ def _block(digest: Digest, positions: list[int]) -> Piece:
     items = [*dict.fromkeys(values), *settings, *files, *(n for n in unique if n not in taken)]
     first = positions[0]
     speaker = "You showed" if digest.units[first][0] == "You said" else "I pasted"
-    subject = "a log" if 2 * logged >= len(positions) else "code"
+    subject = (
+        "a table" if 2 * rows >= len(positions)
+        else "a log" if 2 * logged >= len(positions)
+        else "code"
+    )  # fmt: skip
     return Piece(first, digest.sources[first][0], speaker, "", tuple(items), 0, True, subject)
 
 
