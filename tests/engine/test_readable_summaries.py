@@ -190,3 +190,18 @@ def test_a_markdown_table_is_said_as_a_table() -> None:
     assert unreadable([text]) == [], text
     assert "You showed a table with" in text and "CARD_DECLINED" in text, text
     assert "|" not in text, text
+
+
+def test_a_lead_names_files_before_word_pairs_with_a_slash() -> None:
+    digest = Digest(
+        None,
+        _messages(
+            "NAT data processing is $2,200 a month: reads/writes to S3, or begin/commit/rollback "
+            "chatter? reads/writes mostly, I think",
+            "Mostly reads/writes from the apps: add an S3 gateway endpoint in "
+            "`envs/prod/network/endpoints.tf` next to `terraform-aws-modules/vpc/aws`.",
+        ),
+    )
+    assert digest.lead == (
+        "I asked you about envs/prod/network/endpoints.tf and terraform-aws-modules/vpc/aws."
+    ), digest.lead

@@ -106,10 +106,25 @@ def _lead_names(names: Sequence[str], count: int = 3) -> list[str]:
     QueuePool", not "about API, 60")."""
     ranked = [n for n, _ in Counter(names).most_common()]
     files = [n for n in ranked if is_file_path(n)]
+    plain = [n for n in files if _plainly_a_file(n)]
     code = [n for n in ranked if is_symbol(n) and n not in files]
+    folders = [n for n in files if n not in plain]  # `internal/testutil`, or `reads/writes`
     taken = {*files, *code}
     words = [n for n in ranked if n[:1].isalpha() and "://" not in n and n not in taken]
-    return (files + code + words)[:count] or ranked[:count]
+    return (plain + code + folders + words)[:count] or ranked[:count]
+
+
+def _plainly_a_file(path: str) -> bool:
+    """A path no one reads as words: a file name with an extension (`app/db.py`, `Dockerfile`
+    has none but is no slash pair), a rooted path (`/dev/shm`), or a part that is no word
+    (`terraform-aws-modules/vpc`); not `REST/JSON`, `reads/writes` or `begin/commit/rollback`."""
+    parts = path.strip("/").split("/")
+    return (
+        "/" not in path.strip("/")
+        or "." in parts[-1]
+        or path.startswith(("/", "./", "../", "~"))
+        or any(not part.isalpha() for part in parts)
+    )
 
 
 class Unit(NamedTuple):
