@@ -40,12 +40,15 @@ _COMMAND = re.compile(
 _COMMENT = re.compile(r"\s(?:#|//)\s.*$")
 # When a line was logged (`00:03:12.404`, `2024-03-25T14:02:11.904Z`): nothing a reader asks
 # about. A block whose lines mostly carry one is a log, and is said as one.
-_CLOCK = re.compile(r"(?:\d{4}-\d{2}-\d{2}[T ])?\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?Z?")
-# A record's fields, space-separated lowercase `key=value` pairs (a log line's `pid=1 tid=3nl`,
-# EXPLAIN's `rows=368102 width=16`): two or more make the line a record, whose fields name
-# nothing of the project (a call's `pool_size=20,` or a setting is no record).
-_FIELD = re.compile(r"(?:^|(?<=\s))[a-z][a-z_]*=[^\s,()]+(?=\s|$)")
-_FIELD_NAME = re.compile(r"[a-z][a-z_]*=.*")
+_CLOCK = re.compile(
+    r"(?:\d{4}-\d{2}-\d{2}[T ])?\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?Z?"
+    r"|\d+Z"  # the milliseconds of a timestamp the line split (`…T08:12:03.118Z`)
+)
+# A record's fields, space-separated `key=value` pairs with a lower case key (`pid=1 tid=3nl`,
+# `usedAt=… x-tb-network=…`, EXPLAIN's `rows=368102 width=16`): two or more make the line a
+# record, whose fields name nothing of the project (a call's `pool_size=20,` is no record).
+_FIELD = re.compile(r"(?:^|(?<=\s))[a-z][\w.-]*=[^\s,()]+(?=\s|$)")
+_FIELD_NAME = re.compile(r"[a-z][\w.-]*=.*")
 # A generated id: a hash (`8d1f0a3e2b7c`, the `3f9a1c0d` of a container `ledgerly-job-3f9a1c0d`)
 # or an encoded blob (`Z2lkOi8vbGVkZ2VybHkv…`): it tells a machine's run, not the project.
 _HASH = re.compile(r"(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{6,}")
