@@ -10,7 +10,7 @@ passages that share the query's words (IDF-weighted, on light stems so `entities
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import repeat
@@ -214,17 +214,20 @@ def excerpt(
         used += cost
         if passage.code and passage.file:
             files.add(passage.file)
-    return _fitted(passages, chosen, max_tokens, count)
+    return _fitted(chosen, max_tokens, count, lambda positions: _join(passages, positions))
 
 
 def _fitted(
-    passages: tuple[Passage, ...], chosen: list[list[int]], max_tokens: int, count: TokenCounter
+    chosen: list[list[int]],
+    max_tokens: int,
+    count: TokenCounter,
+    join: Callable[[list[int]], str],
 ) -> str:
-    """The `chosen` passages (best first) joined in order, the worst left out until the joined
-    text fits: the gaps between them cost tokens too, and an excerpt that overran its room was
-    dropped whole by its caller (76 of 7,757 excerpts on the dev set)."""
+    """The `chosen` passages (best first) joined in order by `join`, the worst left out until
+    the joined text fits: the gaps between them cost tokens too, and an excerpt that overran
+    its room was dropped whole by its caller (76 of 7,757 excerpts on the dev set)."""
     while chosen:
-        text = _join(passages, sorted(p for taken in chosen for p in taken))
+        text = join(sorted(p for taken in chosen for p in taken))
         if count(text) <= max_tokens:
             return text
         chosen = chosen[:-1]
@@ -328,13 +331,13 @@ def condense(text: str, max_tokens: int, count: TokenCounter) -> str:
         if used + cost <= max_tokens:
             chosen.append(position)
             used += cost
-    while True:  # the fences and gap marks cost too: the last chosen go until it fits
-        body = _laid_out(passages, sorted(chosen))
-        if len(chosen) < len(passages):
-            body += OMITTED
-        if count(body) <= max_tokens or not chosen:
-            return body
-        chosen.pop()
+
+    def marked(positions: list[int]) -> str:
+        body = _laid_out(passages, positions)
+        return body + OMITTED if len(positions) < len(passages) else body
+
+    # the fences and gap marks cost too: the last chosen go until it fits
+    return _fitted([[p] for p in chosen], max_tokens, count, marked) or marked([])
 
 
 def _laid_out(passages: tuple[Passage, ...], chosen: list[int]) -> str:
@@ -359,9 +362,9 @@ def _laid_out(passages: tuple[Passage, ...], chosen: list[int]) -> str:
             fenced = passage.code
             lines.append(passage.text)
         elif passage.code or gap or not lines:
-            lines.append(GAP.strip() if gap else passage.text)
             if gap:
-                lines.append(passage.text)
+                lines.append(GAP.strip())
+            lines.append(passage.text)
         else:
             lines[-1] += " " + passage.text  # the next sentence of the same paragraph
         if passage.file:

@@ -24,7 +24,7 @@ from topicforest.engine.embedding import is_file_path, is_symbol
 from topicforest.engine.messages import Message
 from topicforest.engine.passages import OMITTED
 from topicforest.engine.summarize.base import SummaryRequest, SummaryResult
-from topicforest.engine.summarize.readable import looks_like_code, readable
+from topicforest.engine.summarize.readable import is_table_row, looks_like_code, readable
 from topicforest.engine.tokens import estimate_tokens
 
 CACHED_TEXT = 600  # characters: longer sentences are rare and not worth keeping around
@@ -200,7 +200,7 @@ def _units(text: str) -> list[tuple[str, int]]:
             continue
         if not stripped:
             continue
-        if in_fence or looks_like_code(stripped) or _TABLE_ROW.match(stripped):
+        if in_fence or looks_like_code(stripped) or is_table_row(stripped):
             if entities(stripped):
                 out.append((stripped.strip("` "), block))
             continue
@@ -210,7 +210,6 @@ def _units(text: str) -> list[tuple[str, int]]:
     return out
 
 
-_TABLE_ROW = re.compile(r"\|.*\|$")  # a markdown table's row: said as a block, as code is
 SENTENCE_SHARE = 0.5
 LEAD = "I asked you about"
 ALSO = "Also mentioned:"

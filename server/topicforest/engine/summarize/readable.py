@@ -58,6 +58,11 @@ SHORT_LINE = 60  # characters: a code line this short that sets a value is quote
 MIN_WORDS = 6  # a sentence that names nothing is kept only if it says this much
 
 
+def is_table_row(line: str) -> bool:
+    """A markdown table's row (`| reason | status |`): said as a block, as code is."""
+    return len(line) > 1 and line.startswith("|") and line.endswith("|")
+
+
 def looks_like_code(line: str) -> bool:
     """A line of code or log pasted outside a fence: once inline `code` is taken out, it has
     hardly a word of prose and shows code's punctuation, or it starts as code does."""
@@ -174,7 +179,7 @@ def _block(digest: Digest, positions: list[int]) -> Piece:
     for position in positions:
         line = " ".join(_COMMENT.sub("", digest.units[position][1]).split()).rstrip(";, ")
         logged += _CLOCK.search(line) is not None
-        rows += line.startswith("|") and line.endswith("|")
+        rows += is_table_row(line)
         if _CLOCK.fullmatch(line):
             continue  # a log's blank line, but for its time
         if len(line) <= SHORT_LINE and (_SETTING.match(line) or _COMMAND.match(line)):
