@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from topicforest.engine.answer_types import Values, states
 from topicforest.engine.messages import Message
-from topicforest.engine.passages import excerpt, stem_weights
+from topicforest.engine.passages import condense, excerpt, stem_weights
 from topicforest.engine.summarize.base import quote, quote_message
 
 if TYPE_CHECKING:
@@ -28,6 +28,11 @@ MIN_RELATIVE_SCORE = 0.25  # an exchange scoring less than this share of the bes
 QUESTION_SHARE = 0.25  # of an exchange's room, for a question too long to recall whole
 SHORT_QUESTION = 80  # tokens: a question this short is recalled whole with its answer
 MIN_EXCERPT = 24
+# An answer none of whose passages match the query (the question named the subject: "the 502s
+# during rollouts"; the reply says `terminationGracePeriodSeconds: 45`) is quoted condensed, its
+# prose and the code lines that state something, when it has this much room: in less, it was
+# "Nice. [… more lines in the original]" 400 times over the held-out replays.
+ANSWER_ROOM = 96
 ANSWER_BONUS = 1.0  # an exchange stating a value of the kind the question asks for counts more
 ANSWER_REACH = 5  # the places that bonus can lift an exchange into (the 5th gets 1.5% of the room)
 # The exchange after the best one, in its topic, gets this share of its score: the best often
@@ -218,6 +223,8 @@ def _exchange_lines(
         # a long question gets a small part: the answer is where facts are stated
         own = left if not later else max(MIN_EXCERPT, int(left * QUESTION_SHARE))
         text = excerpt(message.content, query_stems, own - 8, count, values)
+        if not text and position and own >= ANSWER_ROOM:  # the answer, in its own words
+            text = condense(message.content, own - 8, count)
         if not text:
             continue
         quoted = quote(f"{message.role} (excerpt): {text}")
