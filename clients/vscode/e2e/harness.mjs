@@ -1,10 +1,11 @@
 // The e2e harness: the run's directories, the processes it starts (by PID), the loopback stub
-// model, code-server, and the helpers the scenarios drive the workbench with (run.mjs).
+// model, code-server, Chromium, and the helpers the scenarios drive the workbench with (run.mjs).
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
+import { chromium } from 'playwright-core';
 
 export const CLIENT = process.cwd();
 export const REPO = path.resolve(CLIENT, '../..');
@@ -133,6 +134,16 @@ export async function startCodeServer(port) {
     await sleep(100);
   }
   return { url, cs };
+}
+
+/** Headless Chromium (CHROMIUM_PATH, or Debian's /usr/bin/chromium) for the workbench pages. */
+export function launchChromium() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+      '--disable-dev-shm-usage'],
+  });
 }
 
 // VS Code may restore the container open a moment after a (re)load; clicking the icon then

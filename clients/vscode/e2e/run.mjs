@@ -10,9 +10,11 @@
 // TOPICFOREST_E2E_SCREENSHOTS=docs), an applied code block.
 // Screenshots and logs go to artifacts/e2e/.
 //
-// The harness (processes, the stub, code-server, the helpers openChat, sendMessage, waitReply,
-// runCommand, waitFor) is harness.mjs; a scenario of its own may live in a file of its own
-// (configureModel.mjs). Steps for another branch's features go next to these with the helpers. A step whose feature is on a branch not merged
+// The harness (processes, the stub, code-server, Chromium, the helpers openChat, sendMessage,
+// waitReply, runCommand, waitFor) is harness.mjs. Case 1's steps on the Topics view are in
+// topicsSteps.mjs, its steps in the chat in chatSteps.mjs, its bad interpreter in
+// missingPackage.mjs; Configure Model is configureModel.mjs. Steps for another branch's features
+// go next to these with the helpers. A step whose feature is on a branch not merged
 // yet runs inside `check(name, branch, fn)` with the branch in AWAITING: its failure is reported
 // (and the run goes on); once the branch is merged, remove it from AWAITING and it counts.
 //
@@ -20,35 +22,29 @@
 //      TF_E2E_PORT (default: a free port)  CHROMIUM_PATH (/usr/bin/chromium)
 //      PIP_CACHE_DIR (default ~/.cache/pip: the extension's pip, which installs uv, reuses what make venv fetched)
 //      TOPICFOREST_E2E_SCREENSHOTS=docs (also write the theme screenshots to docs/img/)
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { applyCodeBlock, chatFeatures, CONFIG_RS, themeScreenshots, twoWindows } from './chatSteps.mjs';
 import { configureModelScenario } from './configureModel.mjs';
 import {
   ART,
   awaited,
-  chatView,
   check,
-  colours,
-  compact,
   dirs,
-  DOCS_IMG,
   ENV_DIR,
   ENV_TIMEOUT,
   extLog,
   freePort,
   installVsix,
+  launchChromium,
   log,
   mark,
   openChat,
   openContainer,
-  REPO,
   rowLabels,
   RUN,
   runCommand,
   sendMessage,
-  setTheme,
   showLogTails,
   sleep,
   startCodeServer,
@@ -57,12 +53,13 @@ import {
   stopProcesses,
   t0,
   timings,
-  TO_DOCS,
   topicRowsOf,
   topicsPane,
   waitFor,
   waitReply,
 } from './harness.mjs';
+import { missingPackageScenario } from './missingPackage.mjs';
+import { contextViewMatchesBudget, dropRestorePreview, sidebarAt300px } from './topicsSteps.mjs';
 
 // ---------------------------------------------------------------- the conversation
 const TURNS = [
@@ -83,12 +80,6 @@ const TURNS = [
   'do I use a multi-stage build with a wheels stage, BuildKit cache mounts for /root/.cache/pip, ' +
   'and run as a non-root user with uvicorn app.main:app on port 8000?',
 ];
-
-// a real file for a function-only block: Apply must replace default_path and keep everything else
-const CONFIG_RS = 'use std::fs;\nuse std::path::Path;\n\npub struct Config {\n    pub name: String,\n}\n\n' +
-  'impl Config {\n    pub fn load(path: &Path) -> Config {\n        let name = fs::read_to_string(path).unwrap();\n' +
-  '        Config { name }\n    }\n}\n\npub fn default_path() -> &\'static str {\n    "config.toml"\n}\n\n' +
-  'pub fn version() -> u32 {\n    1\n}\n';
 
 async function main() {
   const tStub = Date.now();
@@ -117,12 +108,7 @@ async function main() {
   const { url, cs } = await startCodeServer(port);
   mark('codeServerListening', tCs);
 
-  const browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync',
-      '--disable-dev-shm-usage'],
-  });
+  const browser = await launchChromium();
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   const shot = async (name) => page.screenshot({ path: path.join(ART, `${name}.png`) });
   try {
@@ -225,344 +211,18 @@ async function main() {
       if (unmarked.length) throw new Error(`rows without an in-request mark: ${unmarked.join(' | ')}`);
     });
 
-    // ------------------------------------------------------------ issue 15: the context view, the tree's width, themes
-    // "What the Model Sees" opens renderContext {threadId}; the budget shown and the rows marked
-    // as sent must be that render's (the view re-reads itself whenever the tree reloads)
-    // (`budgetNeeds`: the branch the budget check needs; a new thread has no recent messages, so
-    // there the figure was right before the honest budget too)
-    const contextViewMatchesBudget = async (name, budgetNeeds = 'chat-server') => {
-      await runCommand(page, 'Topic Forest: What the Model Sees');
-      await page.locator('.tabs-container .tab', { hasText: 'What the Model Sees' }).first().waitFor({ timeout: 20_000 });
-      const doc = page.locator('.editor-group-container .monaco-editor .view-lines').first();
-      // one line: the editor shows spaces as U+00A0 and wraps long lines
-      const docText = async () => (await doc.innerText()).replace(/[\s\u00a0]+/g, ' ');
-      await waitFor('the render in the context view', async () => /What the model sees/.test(await docText()));
-      // (the view re-reads itself when the tree reloads: meanwhile its text may be half there)
-      const render = async () => {
-        let text = '';
-        let m;
-        let sent;
-        await waitFor('a token total and the topics sent in the context view', async () => {
-          text = await docText();
-          m = /(\d+) of (\d+) tokens/.exec(text);
-          sent = /## Topics sent \((\d+)\)/.exec(text);
-          return Boolean(m && sent);
-        }, 10_000).catch((error) => { throw new Error(`${error.message}: ${text.slice(0, 300)}`); });
-        return { tokens: Number(m[1]), budget: Number(m[2]), sent: Number(sent[1]) };
-      };
-      log(`what the model sees: ${JSON.stringify(await render())}; status bar "${await statusText()}"`);
-      await shot(name);
-      await check('the budget shown is the size of the thread\'s next request', budgetNeeds, async () => {
-        const agree = async () => {
-          const { tokens, budget } = await render();
-          const header = await topicsPane(page).locator('.pane-header').innerText();
-          return (await statusText()).endsWith(`${compact(tokens)}/${compact(budget)}`) &&
-            header.includes(`${compact(tokens)} / ${compact(budget)} tokens`);
-        };
-        await waitFor('the status bar and the Topics header to show the render\'s tokens', agree, 15_000).catch(async (error) => {
-          const header = (await topicsPane(page).locator('.pane-header').innerText()).replace(/\s+/g, ' ');
-          throw new Error(`${error.message}: status bar "${await statusText()}", Topics header "${header}", ` +
-            `render ${JSON.stringify(await render())}`);
-        });
-      });
-      await check('the rows marked sent are the render\'s topics', 'chat-server', async () => {
-        const marked = (await rowLabels(topicRows)).filter((t) => /: In the next request/.test(t)).length;
-        const { sent } = await render();
-        if (marked !== sent) throw new Error(`${marked} rows marked sent, the render has ${sent} topics`);
-      });
-    };
+    // what the step modules work with
+    const ctx = { page, browser, url, shot, status, topicRows };
 
-    // at a 300 px sidebar every topic row shows its figure whole
-    const sidebarAt300px = async () => {
-      const sidebar = page.locator('.part.sidebar').first();
-      const box = await sidebar.boundingBox();
-      const edge = box.x + box.width;
-      const sashes = await page.locator('.monaco-sash.vertical').all();
-      let sash;
-      for (const candidate of sashes) {
-        const b = await candidate.boundingBox();
-        if (b && b.height > 200 && Math.abs(b.x + b.width / 2 - edge) < 6) sash = b;
-      }
-      if (!sash) throw new Error('no sash at the sidebar\'s edge');
-      await page.mouse.move(sash.x + sash.width / 2, sash.y + sash.height / 2);
-      await page.mouse.down();
-      await page.mouse.move(box.x + 300, sash.y + sash.height / 2, { steps: 8 });
-      await page.mouse.up();
-      await page.mouse.move(box.x + 600, 10); // no row hovered: no inline actions
-      const width = (await sidebar.boundingBox()).width;
-      if (Math.abs(width - 300) > 3) throw new Error(`the sidebar is ${width} px wide, not 300`);
-      // each row hovered, so its inline actions (Pin, Drop) take their room too
-      const clipped = [];
-      for (const row of await topicRows.all()) {
-        await row.hover();
-        await sleep(150);
-        const cut = await row.evaluate((el) => {
-          const box = el.querySelector('.monaco-icon-label-container');
-          const description = el.querySelector('.label-description');
-          return Boolean(box && description && (box.scrollWidth > box.clientWidth + 1 ||
-            description.getBoundingClientRect().right > box.getBoundingClientRect().right + 1));
-        });
-        if (cut) clipped.push((await row.innerText()).replace(/\s+/g, ' '));
-      }
-      log(`300 px sidebar: ${await topicRows.count()} rows, clipped: ${JSON.stringify(clipped)}`);
-      await shot('07c-sidebar-300px');
-      if (clipped.length) throw new Error(`rows cut off at 300 px: ${clipped.join(' | ')}`);
-    };
-
-    // light, dark and High Contrast screenshots of the chat and the tree (docs/client.md), with a
-    // reply that has code spans (the stub quotes the question back)
-    const themeScreenshots = async () => {
-      const replies = chatView(page).locator('.msg.assistant:not(.streaming)');
-      const before = await replies.count();
-      await sendMessage(page, 'Is `re.finditer` with a compiled `MASTER` pattern faster than `re.match` in a loop?');
-      await waitReply(page, before + 1);
-      for (const [theme, file] of [['Light Modern', 'light'], ['Dark Modern', 'dark'], ['Dark High Contrast', 'hc-dark']]) {
-        await setTheme(page, theme);
-        const target = path.join(ART, `07d-theme-${file}.png`);
-        await page.locator('.part.sidebar').first().screenshot({ path: target });
-        if (TO_DOCS) {
-          fs.mkdirSync(DOCS_IMG, { recursive: true });
-          fs.copyFileSync(target, path.join(DOCS_IMG, `client-${file}.png`));
-        }
-        log(`screenshot: ${theme} -> ${path.relative(REPO, target)}${TO_DOCS ? ` and docs/img/client-${file}.png` : ''}`);
-      }
-      await check('a code span in the chat is readable in High Contrast', 'chat-webview', async () => {
-        const code = chatView(page).locator('.msg.assistant .body code').last();
-        await code.waitFor({ timeout: 5_000 });
-        const { fg, bg } = await code.evaluate(colours);
-        log(`High Contrast code span: ${fg} on ${bg}`);
-        if (fg === bg) throw new Error(`a code span is ${fg} on ${bg}`);
-      });
-      await setTheme(page, 'Dark Modern');
-    };
-
-    // the chat's side of issue 15: selection to chat, an @file mention, the model picker
-    const chatFeatures = async () => {
-      const chat = chatView(page);
-      const replies = chat.locator('.msg.assistant:not(.streaming)');
-      // selection to chat: lexer.py selected in its editor, then "Add Selection to Chat"
-      await page.keyboard.press('F1'); // the palette without ">" is Go to File
-      await page.locator('.quick-input-widget input').fill('lexer.py');
-      // the file itself (the open topic preview's name has "lexer.py" in it too)
-      const file = page.locator('.quick-input-list .monaco-list-row', { has: page.locator('.label-name', { hasText: /^lexer\.py$/ }) }).first();
-      await file.waitFor({ timeout: 10_000 });
-      await file.click();
-      await page.locator('.tabs-container .tab.active', { hasText: 'lexer.py' }).first().waitFor({ timeout: 10_000 });
-      await page.locator('.editor-group-container .monaco-editor .view-lines').first().click();
-      await page.keyboard.press('Control+A');
-      await runCommand(page, 'Topic Forest: Add Selection to Chat');
-      const pending = chat.locator('#chips .chip');
-      await pending.filter({ hasText: /^lexer\.py:1-2/ }).first().waitFor({ timeout: 10_000 });
-      // an @file mention: "@lex" lists src/lexer.py, Tab takes it
-      const input = chat.locator('#input');
-      await input.click();
-      await input.pressSequentially('@lex');
-      await chat.locator('#mentions li', { hasText: 'lexer.py' }).first().waitFor({ timeout: 10_000 });
-      await input.press('Tab');
-      await waitFor('a second chip', async () => (await pending.count()) === 2);
-      let before = await replies.count();
-      await input.pressSequentially('What does tokenize return?');
-      await input.press('Enter');
-      await waitReply(page, before + 1);
-      const sentChips = (await chat.locator('.msg.user').last().locator('.chip').allInnerTexts()).map((t) => t.replace(/×/g, '').trim());
-      log(`sent with attachments: ${JSON.stringify(sentChips)}`);
-      if (!sentChips.some((c) => /^lexer\.py:1-2/.test(c)) || !sentChips.includes('lexer.py')) {
-        throw new Error(`the sent message lacks its chips: ${JSON.stringify(sentChips)}`);
-      }
-      await shot('07e-attachments');
-      // the model picker lists chatModel and topicForest.models; the choice is used and kept
-      const model = chat.locator('#model');
-      await model.selectOption('openai/stub-two');
-      before = await replies.count();
-      await sendMessage(page, 'And what would the other model say?');
-      await waitReply(page, before + 1);
-      log(`model picker: ${await model.inputValue()} of ${JSON.stringify(await model.locator('option').allInnerTexts())}`);
-      // Escape before the first token: the turn stays, marked, with Retry
-      await model.selectOption('openai/stub-slow');
-      const stoppedBefore = await chat.locator('.msg.assistant.cancelled').count();
-      await sendMessage(page, 'A question stopped before its answer begins');
-      await chat.locator('.msg.assistant.streaming').first().waitFor({ timeout: 10_000 });
-      await chat.locator('#input').press('Escape');
-      const early = chat.locator('.msg.assistant.cancelled').nth(stoppedBefore);
-      await early.locator('.note', { hasText: 'Stopped before the reply began.' }).waitFor({ timeout: 20_000 });
-      await early.getByRole('button', { name: 'Retry', exact: true }).waitFor({ timeout: 5_000 });
-      const asked = await chat.locator('.msg.user').last().innerText();
-      if (!asked.includes('A question stopped before its answer begins')) throw new Error(`the stopped question is gone: ${asked}`);
-      await shot('07g-stopped-before-first-token');
-      log('Escape before the first token kept the turn, marked Stopped, with Retry');
-      await model.selectOption('openai/stub-two');
-    };
-
-    // an applied code block: asked to change src/lexer.py, the stub model proposes the block the
-    // question carries (stub_llm's documented reply to a fenced block); Apply shows the diff,
-    // Accept writes the file, Discard leaves it as it is
-    const lexer = path.join(dirs['work/src'], 'lexer.py');
-    const proposeAndApply = async (body, choice, file = 'src/lexer.py', fence = `python path=${file}`) => {
-      const chat = chatView(page);
-      const before = await chat.locator('.msg.assistant:not(.streaming)').count();
-      await sendMessage(page, `Change ${file} like this:\n\n\`\`\`${fence}\n${body}\`\`\``);
-      const reply = await waitReply(page, before + 1);
-      const block = reply.locator(`.code-block:has(.code-label:text-is("${file}"))`);
-      await block.first().waitFor({ timeout: 5_000 });
-      await block.first().locator('button.apply').click();
-      const diffTab = page.locator('.tabs-container .tab', { hasText: 'proposed by Topic Forest' });
-      await diffTab.first().waitFor({ timeout: 20_000 });
-      const ask = page.locator('.notifications-toasts .notification-list-item', { hasText: `Apply the proposed change to ${file}?` });
-      await ask.first().waitFor({ timeout: 20_000 });
-      await shot(`07f-apply-${path.basename(file)}-${choice.toLowerCase()}`);
-      await ask.first().getByRole('button', { name: choice, exact: true }).click();
-      await ask.first().waitFor({ state: 'detached', timeout: 10_000 });
-      // decided: the diff tab closes
-      await diffTab.first().waitFor({ state: 'detached', timeout: 10_000 });
-    };
-    const onDisk = () => fs.readFileSync(lexer, 'utf8');
-    const applyCodeBlock = async () => {
-      const accepted = 'def tokenize(text):\n    """Words, split at whitespace."""\n    return text.split()\n';
-      if (onDisk() === accepted) throw new Error('src/lexer.py has the proposed text already');
-      await proposeAndApply(accepted, 'Accept');
-      await waitFor('src/lexer.py on disk to have the accepted block', async () => onDisk() === accepted, 10_000)
-        .catch((error) => { throw new Error(`${error.message}: it has ${JSON.stringify(onDisk())}`); });
-      log(`Apply + Accept wrote src/lexer.py: ${JSON.stringify(onDisk())}`);
-      await proposeAndApply('def tokenize(text):\n    raise NotImplementedError\n', 'Discard');
-      await sleep(1500); // an Accept would have written by now
-      if (onDisk() !== accepted) throw new Error(`Discard changed src/lexer.py: ${JSON.stringify(onDisk())}`);
-      const dirty = await page.locator('.tabs-container .tab.dirty', { hasText: 'lexer.py' }).count();
-      if (dirty) throw new Error('Discard left src/lexer.py edited (unsaved) in its editor');
-      log('Apply + Discard left src/lexer.py as it was');
-      // a function-only block, named by its first-line comment, into a real file: the rest stays
-      const config = path.join(dirs['work/src'], 'config.rs');
-      const block = '// src/config.rs\npub fn default_path() -> &\'static str {\n    "settings.toml"\n}\n';
-      await proposeAndApply(block, 'Accept', 'src/config.rs', 'rust');
-      const merged = CONFIG_RS.replace('"config.toml"', '"settings.toml"');
-      await waitFor('src/config.rs to have the merged function and the rest intact',
-        async () => fs.readFileSync(config, 'utf8') === merged, 10_000)
-        .catch((error) => { throw new Error(`${error.message}: it has ${JSON.stringify(fs.readFileSync(config, 'utf8'))}`); });
-      log('Apply of a function-only block replaced default_path in src/config.rs and kept the rest');
-    };
-
-    // a second window on the same workspace (its own extension host and server, one store):
-    // a message sent in the first appears in the second without a reload, reply included
-    const twoWindows = async () => {
-      const other = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-      try {
-        await other.goto(`${url}?folder=${encodeURIComponent(path.join(RUN, 'work'))}`, { waitUntil: 'domcontentloaded' });
-        const otherChat = await openChat(other);
-        const question = 'Sent in one window, read in the other: what does tokenize return?';
-        // the first window's thread, from the thread list (workspaceState is per browser context)
-        await otherChat.locator('#send:enabled').waitFor({ timeout: 120_000 });
-        await runCommand(other, 'Topic Forest: Chat Threads…');
-        await other.locator('.quick-input-list .monaco-list-row', { hasText: 'In src/lexer.py my tokenize()' }).first().click();
-        await otherChat.locator('.msg.user', { hasText: 'my tokenize() function uses re.match' }).first().waitFor({ timeout: 60_000 });
-        const chat = chatView(page);
-        const before = await chat.locator('.msg.assistant:not(.streaming)').count();
-        await sendMessage(page, question);
-        const reply = await (await waitReply(page, before + 1)).locator('.body').innerText();
-        await otherChat.locator('.msg.user', { hasText: question }).first().waitFor({ timeout: 60_000 });
-        const last = otherChat.locator('.msg.assistant').last();
-        await waitFor('the reply in the second window', async () => (await last.locator('.body').innerText()) === reply, 60_000)
-          .catch(async (error) => { throw new Error(`${error.message}: it shows ${JSON.stringify(await otherChat.locator('#log').innerText())}`); });
-        await other.screenshot({ path: path.join(ART, '07h-second-window.png') });
-        log('a message sent in one window appeared, with its reply, in the other');
-      } finally {
-        await other.close();
-      }
-    };
-
-    // ------------------------------------------------------------ drop, restore, preview
-    const row = topicRows.first();
-    // found by the whole title its accessible label starts with (the row's label is cut to fit)
-    const label = ((await row.getAttribute('aria-label')) ?? '').replace(/: (In the next|Not sent|Not in|Dropped|This server)[\s\S]*$/, '');
-    const sameRow = topicsPane(page).locator(`.monaco-list-row[role="treeitem"][aria-label^="${label.replace(/["\\]/g, '\\$&')}: "]`);
-    const statusText = async () => (await status.first().innerText()).trim();
-    const before = await statusText();
-    log(`first topic "${label}", status bar "${before}"`);
-    const menu = async (target, item) => {
-      await target.click({ button: 'right' });
-      const entry = page.getByRole('menuitem', { name: item, exact: true });
-      await entry.waitFor({ state: 'visible', timeout: 10_000 });
-      await page.waitForTimeout(300);   // menu items ignore clicks for 100 ms after rendering
-      await entry.click();
-    };
-
-    const tD = Date.now();
-    await menu(sameRow.first(), 'Drop');
-    await waitFor('the row to show "dropped"', async () => /dropped$/.test(await sameRow.first().innerText()));
-    await waitFor('the status bar to change', async () => (await statusText()) !== before);
-    const dropped = await statusText();
-    mark('drop', tD);
-    log(`after drop: status bar "${dropped}"`);
-    await shot('04-dropped');
-
-    const tR = Date.now();
-    await menu(sameRow.first(), 'Restore');
-    await waitFor('the row to lose "dropped"', async () => !/dropped$/.test(await sameRow.first().innerText()));
-    await waitFor('the status bar to change back', async () => (await statusText()) !== dropped);
-    mark('restore', tR);
-    log(`after restore: status bar "${await statusText()}"`);
-    await shot('05-restored');
-
-    // clicking the budget in the status bar focuses the topic tree
-    await page.locator('.part.editor').first().click({ position: { x: 400, y: 300 } });
-    await status.first().click();
-    await waitFor('the topic tree to take focus', async () => page.evaluate(() =>
-      /Topics/.test(document.activeElement?.closest('.pane')?.querySelector('.pane-header')?.textContent ?? '')), 10_000);
-
-    const tP = Date.now();
-    await menu(sameRow.first(), 'Preview');
-    // a preview's tab is named by its topic's title (the context view has a name of its own)
-    const previewTab = /^(?!What the Model Sees).*\.md/;
-    const tab = page.locator('.tabs-container .tab', { hasText: previewTab });
-    await tab.first().waitFor({ timeout: 20_000 });
-    // rendered by VS Code's Markdown preview: a webview, found by its "Summary" heading
-    const previewText = async () => {
-      for (const frame of page.frames()) {
-        const heading = frame.locator('h2', { hasText: /^Summary$/ });
-        if (await heading.count().catch(() => 0)) return frame.locator('body').innerText().catch(() => '');
-      }
-      return '';
-    };
-    await waitFor('the rendered preview', async () => /Source messages/.test(await previewText()));
-    mark('preview', tP);
-    log(`preview tab: ${(await tab.first().innerText()).trim()}`);
-    await shot('06-preview');
-
-    // ------------------------------------------------------------ background summary arrives
-    // No user action: the server summarizes after a quiet spell and sends topicsChanged; the
-    // tree row and the open preview must both pick the summary up. (A summary may retitle its
-    // topic, so the row is no longer found by its old label.)
-    const tS = Date.now();
-    await waitFor('a summary (a row no longer pending)', async () =>
-      (await rowLabels(topicRows)).some((t) => !/summary pending/.test(t)), 60_000);
-    await waitFor('the open preview to show the summary',
-      async () => /Source messages/.test(await previewText()) && !/No summary yet/.test(await previewText()), 20_000);
-    mark('summaryArrived', tS);
-    log(`after the summary: ${(await topicRows.allInnerTexts()).map((t) => t.replace(/\s+/g, ' ')).join(' | ')}`);
-    await shot('07-summarized');
-
-    // one topic, one preview tab: with its preview kept open (no longer in preview mode), a
-    // click on one of the topic's message rows shows that tab again, no "Topic N.md"
-    const first = topicRows.first();
-    await menu(first, 'Preview');
-    await page.locator('.tabs-container .tab.active', { hasText: previewTab }).first().dblclick(); // keep open
-    const keptOpen = (await tab.allInnerTexts()).map((t) => t.trim());
-    await first.locator('.monaco-tl-twistie').click();
-    const messageRow = topicsPane(page).locator('.monaco-list-row[role="treeitem"][aria-level="2"]').first();
-    await messageRow.waitFor({ timeout: 10_000 });
-    await messageRow.click();
-    await sleep(1500); // a second tab would have opened by now
-    const previews = (await tab.allInnerTexts()).map((t) => t.trim());
-    log(`preview tabs after a message row's click: ${JSON.stringify(previews)}`);
-    if (JSON.stringify(previews) !== JSON.stringify(keptOpen)) {
-      throw new Error(`a message row opened another preview tab: ${JSON.stringify(previews)}, before ${JSON.stringify(keptOpen)}`);
-    }
-    await first.locator('.monaco-tl-twistie').click(); // collapse it again
+    // ------------------------------------------------------------ drop, restore, preview, the background summary
+    await dropRestorePreview(ctx);
     await runCommand(page, 'View: Close All Editors'); // the chat is the one webview again
-    await contextViewMatchesBudget('07b-what-the-model-sees');
-    await sidebarAt300px();
-    await themeScreenshots();
-    await chatFeatures();
-    await applyCodeBlock();
-    await twoWindows();
+    await contextViewMatchesBudget(ctx, '07b-what-the-model-sees');
+    await sidebarAt300px(ctx);
+    await themeScreenshots(ctx);
+    await chatFeatures(ctx);
+    await applyCodeBlock(ctx);
+    await twoWindows(ctx);
 
     // ------------------------------------------------------------ reload: history comes back
     // A reload restarts the extension host and the server; the thread id survives in
@@ -583,7 +243,6 @@ async function main() {
     // ------------------------------------------------------------ Restart Server from the palette
     const tRs = Date.now();
     await runCommand(page, 'Topic Forest: Restart Server');
-    const quick = page.locator('.quick-input-widget input');
     // the extension's LogOutputChannel file shows the restart and the new server's start
     await waitFor('"restart requested" and a new server start in the log', async () => {
       const text = extLog();
@@ -595,69 +254,8 @@ async function main() {
     mark('restartServer', tRs);
     await shot('09-restarted');
 
-    // ------------------------------------------------------------ an interpreter without the package
-    // Point topicForest.python at a bare venv: the extension restarts the server, finds no
-    // `topicforest` and says so with the install command and an Install button.
-    const tM = Date.now();
-    const bare = path.join(RUN, 'bare-venv');
-    const venv = spawnSync('python3', ['-m', 'venv', '--without-pip', bare], { encoding: 'utf8' });
-    if (venv.status !== 0) throw new Error(`python3 -m venv failed: ${venv.stderr}`);
-    // through the Settings editor, as a user would (code-server does not notice a rewritten file)
-    await page.keyboard.press('F1');
-    await quick.waitFor({ state: 'visible', timeout: 10_000 });
-    await quick.fill('>Preferences: Open User Settings');
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: /^Preferences: Open User Settings$/ }).first()
-      .waitFor({ timeout: 10_000 });
-    await page.keyboard.press('Enter');
-    const search = page.locator('.settings-editor .settings-header .suggest-input-container');
-    await search.waitFor({ state: 'visible', timeout: 20_000 });
-    await search.click();
-    await page.keyboard.type('topicForest.python');
-    // a machine-overridable setting is edited under the Remote tab in a remote window
-    await page.locator('.settings-editor .settings-tabs-widget .action-label', { hasText: /^Remote/ }).first().click();
-    const pyInput = page.locator('.settings-editor .setting-item-contents', { hasText: 'Python interpreter that runs the server' })
-      .locator('input').first();
-    await pyInput.waitFor({ state: 'visible', timeout: 20_000 });
-    await pyInput.fill(path.join(bare, 'bin/python'));
-    await pyInput.press('Tab');
-    const toast = page.locator('.notifications-toasts .notification-list-item', { hasText: 'is not installed for' });
-    await toast.first().waitFor({ timeout: 30_000 });
-    const toastText = (await toast.first().innerText()).replace(/\s+/g, ' ');
-    // the install offered is the wheel the .vsix carries, never the name (not on the package index)
-    if (!/-m pip install -c \S+constraints\.txt \S+topicforest-0\.1\.0-py3-none-any\.whl/.test(toastText)) {
-      throw new Error(`no install command for the bundled wheel in: ${toastText}`);
-    }
-    if (/pip install topicforest(\s|$)/.test(toastText)) throw new Error(`a bare package name in: ${toastText}`);
-    await toast.first().getByRole('button', { name: 'Install in Terminal' }).waitFor({ timeout: 5_000 });
-    await page.locator('.notification-toast-container .notification-fade-in-done').first().waitFor({ timeout: 5_000 }).catch(() => undefined);
-    await waitFor('the tree to drop the stale topics', async () => (await topicRows.count()) === 0, 10_000);
-    await waitFor('the warning in the status bar', async () =>
-      (await page.locator('.statusbar-item', { hasText: 'Topic Forest' }).count()) > 0, 10_000);
-    mark('missingPackageError', tM);
-    log(`missing-package notification: ${toastText.slice(0, 160)}`);
-    await shot('10-missing-package');
-
-    // "Set Python Path" opens the setting where it is editable: from the User tab (where a remote
-    // window shows "No Settings Found" for it) to the Remote tab, or Workspace in a local window
-    const tabs = page.locator('.settings-editor .settings-tabs-widget');
-    const checkedTab = () => tabs.locator('.action-label.checked, .action-label[aria-selected="true"]').first().innerText();
-    await tabs.locator('.action-label', { hasText: /^User$/ }).first().click();
-    await waitFor('the User tab', async () => /^User/.test(await checkedTab()));
-    await toast.first().getByRole('button', { name: 'Set Python Path' }).click();
-    await waitFor('the Remote or Workspace tab', async () =>
-      /^(Remote|Workspace)/.test(await checkedTab()), 10_000);
-    await pyInput.waitFor({ state: 'visible', timeout: 10_000 });
-    log(`Set Python Path opened the "${(await checkedTab()).trim()}" tab`);
-    await shot('10b-set-python-path');
-
-    // ------------------------------------------------------------ clear it: back to the extension's own environment
-    const tBack = Date.now();
-    await pyInput.fill('');
-    await pyInput.press('Tab');
-    await waitFor('topics listed again', async () => (await topicRows.count()) > 0, 60_000);
-    await waitFor('the budget back in the status bar', async () => (await status.count()) > 0, 60_000);
-    mark('recovered', tBack);
-    await shot('11-recovered');
+    // ------------------------------------------------------------ an interpreter without the package, and back
+    await missingPackageScenario(ctx);
     passed++;
 
     // ============================================================ case 2: the environment deleted between two starts
@@ -694,13 +292,13 @@ async function main() {
 
     // a new thread: the budget, the marks and the context view are the new thread's
     await runCommand(page, 'Topic Forest: New Chat Thread');
-    await contextViewMatchesBudget('14-new-thread-what-the-model-sees', undefined);
+    await contextViewMatchesBudget(ctx, '14-new-thread-what-the-model-sees', undefined);
     // switching threads: the old one from the thread list, its messages and its budget back
     await runCommand(page, 'Topic Forest: Chat Threads…');
     await page.locator('.quick-input-list .monaco-list-row', { hasText: 'In src/lexer.py my tokenize()' }).first().click();
     await thread.locator('.msg.user', { hasText: 'my tokenize() function uses re.match' }).first().waitFor({ timeout: 20_000 });
     log(`switched back: ${await thread.locator('.msg').count()} messages`);
-    await contextViewMatchesBudget('15-switched-thread-what-the-model-sees');
+    await contextViewMatchesBudget(ctx, '15-switched-thread-what-the-model-sees');
     passed++;
 
     // ============================================================ Configure Model, its key and its Test
