@@ -311,7 +311,7 @@ def team_dump(url: str) -> tuple[str, int]:
 def advisory_leases(url: str) -> int:
     import psycopg
 
-    from topicforest.store.postgres import LEASE_LOCK
+    from topicforest.store.postgres_address import LEASE_LOCK
 
     with psycopg.connect(url, autocommit=True) as conn:
         row = conn.execute(

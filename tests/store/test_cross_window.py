@@ -18,7 +18,7 @@ from pytest_lsp import ClientServerConfig
 
 from topicforest.store import Store, store_path
 from topicforest.store.identity import repository_identity
-from topicforest.store.postgres import memory_key
+from topicforest.store.postgres_address import memory_key
 from topicforest.testing.stub_llm import ThreadedStubLLM
 
 from ..server.conftest import SAMPLE, SERVER, SERVER_ENV, Client, make_client, replay, start

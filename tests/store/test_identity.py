@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from topicforest.store.identity import normalize_remote, repository_identity
-from topicforest.store.postgres import check_url
+from topicforest.store.postgres_address import check_url
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,9 @@
 Chosen by `topicForest.storeUrl` (`postgresql://user@host:5432/db`); needs the `team` extra
 (psycopg 3), imported only here and only when used. One database holds many memories: each lives
 in its own schema `topicforest_<hash of the repository identity>`, so every statement the store
-shares with SQLite runs unchanged (`search_path`).
+shares with SQLite runs unchanged (`search_path`). Here: the backend (`PostgresBackend`), its
+sessions, transactions, durability and change notifications; beside it `postgres_schema` (the
+tables), `postgres_lease` (the maintenance lease) and `postgres_address` (URL, key, lock ids).
 
 - Writers serialize on a transaction-level advisory lock per memory (what SQLite's write lock
   does); readers use REPEATABLE READ snapshots. Writers commit in `rev` order, so a snapshot
@@ -15,19 +17,19 @@ shares with SQLite runs unchanged (`search_path`).
 - Every commit that wrote rows sends `NOTIFY topicforest_<hash>, '<rev>'` inside the
   transaction (delivered on commit); `changes` LISTENs on its own connection. A slow fallback
   check (`FALLBACK_SECONDS`) and a check after each reconnect catch anything missed.
-- The maintenance lease is a session-level advisory lock on its own connection: the server
-  releases it when that session ends (process killed, machine gone, network cut).
-- Schema migrations are versioned (`schema_version`) and run under an advisory lock, so several
-  windows opening a new memory at once migrate it once.
-- The password never comes from settings: a URL carrying one is refused; libpq reads
-  `PGPASSWORD` or `~/.pgpass`. TLS is the URL's `sslmode` (and `sslrootcert`, ...).
+- The maintenance lease (`AdvisoryLease`) is a session-level advisory lock on its own
+  connection: the server releases it when that session ends (process killed, machine gone,
+  network cut).
+- Schema migrations (`MIGRATIONS`) are versioned (`schema_version`) and run under an advisory
+  lock, so several windows opening a new memory at once migrate it once.
+- The password never comes from settings: a URL carrying one is refused (`check_url`); libpq
+  reads `PGPASSWORD` or `~/.pgpass`. TLS is the URL's `sslmode` (and `sslrootcert`, ...).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import os
 import socket
@@ -36,17 +38,25 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 from topicforest.store.backend import Backend, Connection, Dialect
 from topicforest.store.errors import StoreError, StoreUnreachable
+from topicforest.store.postgres_address import (
+    MIGRATE_LOCK,
+    WRITE_LOCK,
+    check_url,
+    lock_id,
+    memory_key,
+)
+from topicforest.store.postgres_lease import AdvisoryLease
+from topicforest.store.postgres_schema import MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
     import psycopg
 
 log = logging.getLogger(__name__)
 
-SCHEMES = ("postgresql", "postgres")
 CONNECT_TIMEOUT = 5  # seconds: an unreachable host fails a request this fast
 LOCK_TIMEOUT = "10s"  # a write waiting for another window's write (SQLite: busy_timeout)
 FALLBACK_SECONDS = 5.0  # the listener also checks this often, should a notification be lost
@@ -55,149 +65,6 @@ RETRY_SECONDS = 1.0  # between the listener's reconnection attempts
 # After a notification, others of the same burst are awaited this long and loaded with it: four
 # windows chatting at once commit some 150 times a second, and each reload costs every window.
 COALESCE_SECONDS = 0.02
-WRITE_LOCK, LEASE_LOCK, MIGRATE_LOCK = 0x54460001, 0x54460002, 0x54460003  # "TF" + purpose
-
-# Schema version i + 1 = MIGRATIONS[i]. Version 1 is SQLite's schemas 1, 2 and 4, in PostgreSQL
-# types: DOUBLE PRECISION for REAL (SQLite's REAL is 8 bytes), BOOLEAN for the roots' flags,
-# TEXT for meta values (SQLite's column is untyped; readers convert).
-MIGRATIONS: tuple[str, ...] = (
-    """
-    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
-    CREATE TABLE messages (
-        id BIGINT PRIMARY KEY,
-        thread_id TEXT NOT NULL,
-        role TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
-        content TEXT NOT NULL,
-        timestamp DOUBLE PRECISION NOT NULL,
-        tokens INTEGER NOT NULL,
-        cancelled INTEGER NOT NULL DEFAULT 0,
-        root_id BIGINT,
-        pos INTEGER,
-        terms TEXT,
-        rev BIGINT NOT NULL
-    );
-    CREATE INDEX messages_rev ON messages (rev);
-    CREATE INDEX messages_thread ON messages (thread_id, id);
-    CREATE INDEX messages_root ON messages (root_id, pos) WHERE root_id IS NOT NULL;
-    CREATE INDEX messages_hot ON messages (thread_id, id) WHERE root_id IS NULL;
-    CREATE TABLE threads (
-        thread_id TEXT PRIMARY KEY,
-        title TEXT NOT NULL,
-        first_time DOUBLE PRECISION NOT NULL,
-        last_time DOUBLE PRECISION NOT NULL,
-        message_count INTEGER NOT NULL,
-        last_planted BIGINT,
-        owner TEXT NOT NULL DEFAULT '',
-        rev BIGINT NOT NULL
-    );
-    CREATE INDEX threads_owner ON threads (owner, last_time);
-    CREATE TABLE roots (
-        id BIGINT PRIMARY KEY,
-        ord BIGINT NOT NULL,
-        version BIGINT NOT NULL,
-        size INTEGER NOT NULL,
-        dropped BOOLEAN NOT NULL,
-        pinned BOOLEAN NOT NULL,
-        expanded BOOLEAN NOT NULL,
-        rev BIGINT NOT NULL
-    );
-    CREATE TABLE centroids (
-        root_id BIGINT PRIMARY KEY,
-        terms TEXT NOT NULL,
-        files TEXT NOT NULL,
-        symbols TEXT NOT NULL,
-        tokens INTEGER NOT NULL,
-        first_time DOUBLE PRECISION NOT NULL,
-        last_time DOUBLE PRECISION NOT NULL,
-        rev BIGINT NOT NULL
-    );
-    CREATE INDEX centroids_rev ON centroids (rev);
-    CREATE TABLE doc_freq (
-        term TEXT PRIMARY KEY,
-        df INTEGER NOT NULL,
-        idf DOUBLE PRECISION NOT NULL,
-        rev BIGINT NOT NULL
-    );
-    CREATE INDEX doc_freq_rev ON doc_freq (rev);
-    CREATE TABLE summaries (
-        root_id BIGINT PRIMARY KEY,
-        text TEXT NOT NULL,
-        version BIGINT NOT NULL,
-        covered TEXT NOT NULL,
-        tokens INTEGER NOT NULL,
-        model TEXT NOT NULL,
-        rev BIGINT NOT NULL
-    );
-    CREATE TABLE spend (
-        root_id BIGINT PRIMARY KEY,
-        calls INTEGER NOT NULL,
-        input_tokens BIGINT NOT NULL,
-        output_tokens BIGINT NOT NULL,
-        rev BIGINT NOT NULL
-    );
-    CREATE TABLE pending (
-        message_id BIGINT PRIMARY KEY,
-        terms TEXT NOT NULL,
-        rev BIGINT NOT NULL
-    );
-    CREATE INDEX pending_rev ON pending (rev);
-    INSERT INTO meta (key, value) VALUES
-        ('rev', '0'), ('next_message_id', '1'), ('n_docs', '0'), ('next_order', '0'),
-        ('df_generation', '0'), ('docs_at_epoch', '0'), ('fallback_summary', NULL);
-    """,
-    # 2 = SQLite's 3: chat attachments (reference + the text sent) and the deletions counter
-    """
-    CREATE TABLE attachments (
-        message_id BIGINT NOT NULL,
-        position INTEGER NOT NULL,
-        kind TEXT NOT NULL,
-        path TEXT NOT NULL,
-        start_line INTEGER,
-        end_line INTEGER,
-        language TEXT,
-        sha256 TEXT NOT NULL,
-        tokens INTEGER NOT NULL,
-        truncated INTEGER NOT NULL,
-        text TEXT NOT NULL,
-        rev BIGINT NOT NULL,
-        PRIMARY KEY (message_id, position)
-    );
-    INSERT INTO meta (key, value) VALUES ('deletions', '0') ON CONFLICT (key) DO NOTHING;
-    """,
-    # 3: appends without the writer lock: message ids from a sequence (continuing the meta
-    # counter, which is no longer used) and the append counter other windows watch
-    """
-    CREATE SEQUENCE message_ids;
-    SELECT setval('message_ids', GREATEST(
-        (SELECT CAST(value AS BIGINT) FROM meta WHERE key = 'next_message_id'),
-        (SELECT COALESCE(max(id), 0) + 1 FROM messages), 1), false);
-    INSERT INTO meta (key, value) VALUES ('appends', '0') ON CONFLICT (key) DO NOTHING;
-    """,
-)
-SCHEMA_VERSION = len(MIGRATIONS)
-
-
-def check_url(url: str) -> str:
-    """`url` if it is a PostgreSQL URL without a password; else ValueError saying why."""
-    parts = urlsplit(url)
-    if parts.scheme not in SCHEMES:
-        raise ValueError("must be a postgresql://user@host:5432/database URL")
-    if parts.password is not None or "password" in parse_qs(parts.query):
-        raise ValueError(
-            "must not contain a password: put it in the PGPASSWORD environment variable or "
-            "~/.pgpass, never in settings"
-        )
-    if not parts.path.strip("/"):
-        raise ValueError("must name a database (postgresql://user@host:5432/database)")
-    return url
-
-
-def memory_key(identity: str) -> str:
-    return hashlib.sha256(identity.encode("utf-8")).hexdigest()[:16]
-
-
-def _lock_id(key: str) -> int:
-    return int(key[:8], 16) & 0x7FFFFFFF  # the objid half of a two-int advisory lock
 
 
 @lru_cache(maxsize=512)
@@ -259,7 +126,7 @@ class PostgresBackend(Backend):
         self.identity = identity
         self.key = memory_key(identity)
         self.schema = f"topicforest_{self.key}"  # also the NOTIFY channel
-        self.lock_id = _lock_id(self.key)
+        self.lock_id = lock_id(self.key)
         self._raw: psycopg.Connection[Any] | None = None
         self._conn: PgConnection | None = None
         self._started: object = None  # the server's start time, seen by the store's session
@@ -577,80 +444,3 @@ async def _wait(stop: asyncio.Event | None, seconds: float) -> None:
         return
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(stop.wait(), seconds)
-
-
-class AdvisoryLease:
-    """The maintenance lease: a session advisory lock held on a connection of its own.
-
-    The server drops it when that session ends, however the holder died; `alive` notices a
-    lease lost with its connection (a database restart) so the holder stops maintaining.
-    """
-
-    def __init__(self, backend: PostgresBackend) -> None:
-        self._backend = backend
-        self._raw: psycopg.Connection[Any] | None = None
-        self._held = False
-
-    @property
-    def held(self) -> bool:
-        return self._held
-
-    def _session(self) -> psycopg.Connection[Any]:
-        raw = self._raw
-        if raw is None or raw.closed or raw.broken:
-            self._drop()
-            raw = self._raw = self._backend.connect("lease")
-        return raw
-
-    def try_acquire(self) -> bool:
-        if self._held:
-            return True
-        backend = self._backend
-        try:
-            row = (
-                self._session()
-                .execute("SELECT pg_try_advisory_lock(%s, %s)", (LEASE_LOCK, backend.lock_id))
-                .fetchone()
-            )
-        except backend.psycopg.Error as exc:
-            self._drop()
-            raise StoreError(backend.describe(exc)) from exc
-        self._held = bool(row and row[0])
-        return self._held
-
-    def alive(self) -> bool:
-        if not self._held:
-            return False
-        try:
-            self._session().execute("SELECT 1")
-        except self._backend.psycopg.Error:
-            self._drop()  # the session, and the lock with it, is gone
-        return self._held
-
-    def release(self) -> None:
-        self._drop()  # ending the session releases the lock
-
-    def _drop(self) -> None:
-        raw, self._raw, self._held = self._raw, None, False
-        if raw is not None:
-            with contextlib.suppress(Exception):
-                raw.close()
-
-    def holder_pid(self) -> int | None:
-        """The process id in the holder's application name (on its own machine)."""
-        backend = self._backend
-        try:
-            row = (
-                self._session()
-                .execute(
-                    "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a"
-                    " ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted"
-                    " AND l.classid = %s AND l.objid = %s AND l.objsubid = 2",
-                    (LEASE_LOCK, backend.lock_id),
-                )
-                .fetchone()
-            )
-        except backend.psycopg.Error:
-            return None
-        parts = (row[0] or "").split(":") if row else []
-        return int(parts[2]) if len(parts) >= 3 and parts[2].isdigit() else None

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from topicforest.store.errors import StoreError
 from topicforest.store.identity import repository_identity
 from topicforest.store.paths import store_path
-from topicforest.store.postgres import SCHEMA_VERSION, PostgresBackend
+from topicforest.store.postgres import PostgresBackend
+from topicforest.store.postgres_schema import SCHEMA_VERSION
 from topicforest.store.sqlite import SqliteBackend
 from topicforest.store.store import Store
 

@@ -109,7 +109,7 @@ def _store_path(_: object, attribute: attrs.Attribute[Any], value: str | None) -
 
 def _store_url(_: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
     if value:  # empty: the embedded SQLite memory
-        from topicforest.store.postgres import check_url  # needs no psycopg
+        from topicforest.store.postgres_address import check_url  # needs no psycopg
 
         check_url(value)
 
