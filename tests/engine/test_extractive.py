@@ -172,6 +172,27 @@ def test_the_lead_names_files_and_code_before_numbers() -> None:
     assert "60" not in lead and "/minute" not in lead
 
 
+def test_the_lead_names_what_many_messages_mention_not_a_stack_trace() -> None:
+    """A pasted stack trace names its frames' files over and over, in one message: the lead
+    names the file the conversation keeps coming back to (e.g. is no name either)."""
+    frames = "\n".join(
+        f'  File "/usr/lib/python3/site-packages/sqlalchemy/engine/base.py", line {n}, in execute'
+        for n in range(1810, 1816)
+    )
+    digest = Digest(
+        None,
+        _messages(
+            "Invoice totals are off by a cent in app/billing/invoice.py, e.g. for 3 lines.",
+            f"It fails with this:\n```\nTraceback (most recent call last):\n{frames}\n```",
+            "Round once in app/billing/invoice.py, at the end, with Decimal.quantize.",
+            "done, app/billing/invoice.py rounds once now",
+        ),
+    )
+    lead = digest.summary(200).split(". ")[0]
+    assert lead.startswith(f"{LEAD} app/billing/invoice.py and ")
+    assert "e.g" not in lead
+
+
 def test_render_cut_spends_no_room_on_a_lead() -> None:
     """The topic header already names the topic; a cut summary goes straight to the facts."""
     window = ContextWindow(WindowConfig(history_budget=1024))

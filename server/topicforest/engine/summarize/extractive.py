@@ -100,11 +100,11 @@ def _entities(text: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _lead_names(names: Sequence[str], count: int = 3) -> list[str]:
-    """The names a lead opens with: the most mentioned files, then code names, then other
-    words; numbers, flags and URLs only when nothing else is named ("about app/db.py,
+def _lead_names(mentions: Counter[str], count: int = 3) -> list[str]:
+    """The names a lead opens with: the files the most messages mention, then code names, then
+    other words; numbers, flags and URLs only when nothing else is named ("about app/db.py,
     QueuePool", not "about API, 60")."""
-    ranked = [n for n, _ in Counter(names).most_common()]
+    ranked = [n for n, _ in mentions.most_common() if not _ABBREVIATION.fullmatch(n)]
     files = [n for n in ranked if is_file_path(n)]
     plain = [n for n in files if _plainly_a_file(n)]
     code = [n for n in ranked if is_symbol(n) and n not in files]
@@ -112,6 +112,9 @@ def _lead_names(names: Sequence[str], count: int = 3) -> list[str]:
     taken = {*files, *code}
     words = [n for n in ranked if n[:1].isalpha() and "://" not in n and n not in taken]
     return (plain + code + folders + words)[:count] or ranked[:count]
+
+
+_ABBREVIATION = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]\.?")  # "e.g", "i.e.": no code name
 
 
 def _plainly_a_file(path: str) -> bool:
@@ -240,7 +243,9 @@ class Digest:
         self.found: list[tuple[str, ...]] = []  # what each sentence names
         self.named: list[bool] = []
         self.costs: list[int] = []
-        self.names: list[str] = []  # every mention of a name, in order
+        # per name, the messages (or earlier summary's sentences) that mention it: a pasted
+        # stack trace names `AssertionFailureBuilder.java` ten times, in one message
+        self.mentions: Counter[str] = Counter()
         self.first_seen: dict[str, int] = {}
         # a line said twice (a code line quoted again) says nothing new
         self._seen: set[str] = set()
@@ -254,11 +259,13 @@ class Digest:
             if unit.sentence.startswith(ALSO):
                 for name in unit.sentence[len(ALSO) :].rstrip(".").split(", "):
                     self._mention((name,))
+                    self.mentions[name] += 1
         first = min(self.earlier, len(messages))
         self._read(messages[:first])  # in conversation order: what came before the summary
         for unit in told:
             if not unit.sentence.startswith((ALSO, LEAD)):  # the lead is written anew below
                 self._add(0, unit, (-1, -1))
+                self.mentions.update(dict.fromkeys(unit.names).keys())
         self._read(messages[first:])
         self._rank()
 
@@ -292,8 +299,11 @@ class Digest:
     def _read(self, messages: Sequence[Message]) -> None:
         for message in messages:
             speaker = 1 if message.role == "user" else 2  # in `SPEAKERS`
+            named: dict[str, None] = {}  # in order: ties go to the name said first
             for unit in _message_units(message.content):
                 self._add(speaker, unit, (self.messages_read, unit.block))
+                named.update(dict.fromkeys(unit.names))
+            self.mentions.update(named.keys())
             self.messages_read += 1
 
     def _add(self, speaker: int, unit: Unit, source: tuple[int, int]) -> None:
@@ -313,7 +323,6 @@ class Digest:
         self, names: Sequence[str], offerable: tuple[tuple[str, str, int], ...] | None = None
     ) -> None:
         """A mention of `names` (`offerable`: theirs as `_offerable` gives them, if known)."""
-        self.names += names
         for name in names:
             self.first_seen.setdefault(name, len(self.first_seen))
         known = self.known
@@ -345,7 +354,7 @@ class Digest:
         """What the topic is about, for a summary shown on its own (a render's cut has none):
         its two most named things, in a sentence."""
         names: list[str] = []
-        for name in _lead_names(self.names, 4):  # not `fonts/a.ttf` after `static/fonts/a.ttf`
+        for name in _lead_names(self.mentions, 4):  # not `fonts/a.ttf` after `static/fonts/a.ttf`
             if len(names) < 2 and not any(name in n or n in name for n in names):
                 names.append(name)
         return f"{LEAD} {' and '.join(names)}." if names else f"{LEAD} this."
