@@ -118,6 +118,25 @@ def test_two_live_topics_never_share_a_title() -> None:
     assert all(t.startswith("Invoicing service (") for t in titles), titles
 
 
+def test_an_offline_title_leaves_another_topics_subject_to_it() -> None:
+    """Two topics titled "Error handler · application.yml (depotId)" and "… (DefaultErrorHandler)":
+    a phrase another live topic is titled by is not this one's; its next best is."""
+    window = ContextWindow(WindowConfig(history_budget=2048))
+    replay_sample(window)
+    said: dict[int, Counter[str]] = {}
+    for root in window.forest.live_roots():
+        messages = window.log.get_many(window.forest.members(root))
+        said[root] = Counter(p for m in messages for p in phrases(m.content))
+    titles = {root: window.titles.offline(root, said[root]) for root in said}
+    limited = next(r for r, t in titles.items() if t.startswith("Rate limit"))
+    other = next(r for r in titles if r != limited)
+    job = next(j for j in window.summary_jobs(force=True) if j.topic_id == other)
+    window.apply_summary(job, SummaryResult("Title: Rate limit\nI asked you about it.", "m"))
+    assert window.title(other) == "Rate limit"
+    again = window.titles.offline(limited, said[limited])
+    assert not again.startswith("Rate limit") and names_something(again), again
+
+
 def test_titles_follow_drops_restores_and_new_summaries_at_once() -> None:
     window = ContextWindow(WindowConfig(history_budget=2048))
     replay_sample(window)

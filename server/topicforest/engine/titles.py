@@ -5,8 +5,9 @@ written when the summary is applied: the two-word phrase of the topic's prose wh
 uses most, ending in a noun where it can, with the file or name it is most about: "Rate limit ·
 ratelimit.py"), so every
 window shows the same one. Before its first summary, or with no prose, a topic is titled by the
-files and names it mentions most. A title is never numbers alone ("85, 84, 0.00"); two live
-topics with the same title are told apart by what each names that the other does not.
+files and names it mentions most. A title is never numbers alone ("85, 84, 0.00"); an offline
+title does not take a phrase another live topic is titled by, and two live topics with the same
+title (a model's) are told apart by what each names that the other does not.
 """
 
 from __future__ import annotations
@@ -115,7 +116,17 @@ class Titles:
         """The phrase of the topic's prose whose words it uses most, with the file or name it
         is most about ("Rate limit · ratelimit.py"); its named things if it has no prose."""
         centroid = self.source.index[root]
-        phrase = self.best_phrase(phrases, centroid.terms)
+        # another live topic's subject is not this one's: "(depotId)" tells twins apart, their
+        # next best phrase says what this one is about
+        taken = {
+            self.stored(r).split(" · ")[0].lower()
+            for r in self.source.forest.live_roots()
+            if r != root
+        }
+        phrase = self.best_phrase(
+            Counter({p: n for p, n in phrases.items() if p not in taken}) or phrases,
+            centroid.terms,
+        )
         if not phrase:
             return self.of_names(root)
         # A file by its name first ("progress.rs"), then a symbol, then a folder-like path (the
