@@ -126,6 +126,22 @@ def test_a_key_line_another_topic_shows_is_not_shown_again() -> None:
     ]
 
 
+def test_a_topic_remembers_its_last_pick_only_for_the_same_ranking_and_arguments() -> None:
+    """Renders with no query pick every topic's lines again though nothing changed (10 ms at
+    10,000 messages): the pick is kept, and made anew when its ranking or arguments change."""
+    text = 'Use test = "StringEquals" on the role.\n\nThe gateway listens on port 8443.'
+    state = collected([Message(1, "main", "assistant", text, 0.0, 30)])
+    ranking = evenly_ranked(state)
+    everything = sum(ranking.costs)
+    shown = {'use test = "stringequals" on the role.'}
+    for room, said in [(everything, set()), (everything, shown), (ranking.costs[0], set())]:
+        assert state.pick(ranking, room, "", said) == pick(ranking, room, said=said)
+    kept = state.pick(ranking, everything, "", set())
+    assert state.pick(ranking, everything, "", set()) == kept
+    again = evenly_ranked(state)  # a new ranking (a new line, a new IDF epoch): picked anew
+    assert state.pick(again, everything, "", shown) == pick(again, everything, said=shown)
+
+
 def test_a_path_named_in_prose_is_a_key_line_of_its_own() -> None:
     path = "src/vs/workbench/browser/parts/editor/tabsTitleControl.ts"
     text = (

@@ -8,7 +8,7 @@ from collections.abc import Set as AbstractSet
 
 from topicforest.engine.embedding import Embedder
 from topicforest.engine.forest import Forest
-from topicforest.engine.keylines import KeyLine, KeyLineState, pick
+from topicforest.engine.keylines import KeyLine, KeyLineState
 from topicforest.engine.messages import MessageLog
 from topicforest.engine.tokens import TokenCounter
 
@@ -86,9 +86,10 @@ class KeyLineUpkeep:
         self, root: int, room: int, skip: str = "", said: AbstractSet[str] = frozenset()
     ) -> list[KeyLine]:
         """`keylines.pick` over the topic's key lines, from a ranking kept until they or the
-        IDF change (scoring a big topic's lines on every render took tens of milliseconds)."""
+        IDF change (scoring a big topic's lines on every render took tens of milliseconds),
+        the pick itself kept until the ranking or its arguments change."""
         state = self._key_lines.get(root)
         if state is None or not state.lines or room <= 0:
             return []
         ranking = state.ranking(self.embedder.idf, self.embedder.epoch, self.count)
-        return pick(ranking, room, skip, said)
+        return state.pick(ranking, room, skip, said)

@@ -243,6 +243,10 @@ class KeyLineState:
     # The last ranking: (added, epoch), the ranking, and the lines' terms the IDF did not know
     # then (between epochs the IDF only learns new terms; one of these could change a score).
     _ranked: tuple[tuple[int, int], Ranking, frozenset[str]] | None = None
+    # The last pick, with the ranking and arguments it was made from: a render with no query
+    # picks every topic's lines again though nothing changed (the tree's "what the model
+    # sees", each window after another's turn).
+    _picked: tuple[Ranking, tuple[int, str, frozenset[str]], list[KeyLine]] | None = None
 
     @property
     def done(self) -> int:
@@ -296,6 +300,14 @@ class KeyLineState:
             cached = self._ranked = ((self.added, epoch), rank(self.lines, idf, count), unknown)
         return cached[1]
 
+    def pick(self, ranking: Ranking, room: int, skip: str, said: AbstractSet[str]) -> list[KeyLine]:
+        """`pick(ranking, …)`, remembered for the same ranking and arguments."""
+        key = (room, skip, frozenset(said))
+        last = self._picked
+        if last is None or last[0] is not ranking or last[1] != key:
+            last = self._picked = (ranking, key, pick(ranking, room, skip, said))
+        return list(last[2])
+
     def ranked(self, idf: Mapping[str, float], epoch: int) -> bool:
         """Whether the remembered ranking is current."""
         cached = self._ranked
@@ -317,6 +329,7 @@ class Ranking:
     least: tuple[int, ...]
     worths: tuple[float, ...] = ()
     weights: tuple[dict[str, float], ...] = ()
+    totals: tuple[float, ...] = ()  # the sum of each line's `weights`
 
 
 def rank(lines: list[KeyLine], idf: Mapping[str, float], count: TokenCounter) -> Ranking:
@@ -355,12 +368,14 @@ def rank(lines: list[KeyLine], idf: Mapping[str, float], count: TokenCounter) ->
     for position in range(len(ranked) - 1, -1, -1):
         smallest = min(smallest, ranked[position][2])
         least[position] = smallest
+    weights = tuple({t: idf.get(t, 0.0) for t in line.terms} for _, line, _ in ranked)
     return Ranking(
         tuple(line for _, line, _ in ranked),
         tuple(cost for _, _, cost in ranked),
         tuple(least),
         tuple(worth for worth, _, _ in ranked),
-        tuple({t: idf.get(t, 0.0) for t in line.terms} for _, line, _ in ranked),
+        weights,
+        tuple(sum(w.values()) for w in weights),
     )
 
 
@@ -381,25 +396,47 @@ def pick(
         return []
     covered = set(extract_terms(skip)) if skip else set()
     lowered_skip = skip.lower()
-    heap = [(-worth, i) for i, worth in enumerate(ranking.worths)]  # already in order
+    worths, least = ranking.worths, ranking.least
+    size = len(worths)
+    # Lines are read in ranking order (best first); a line whose worth fell waits in `fallen`
+    # to be compared again. Reading stops once the lines left in order cannot fit: at 10,000
+    # messages a topic ranks ~2,000 lines, and heaping them all on every render with no query
+    # cost ~10 ms.
+    fallen: list[tuple[float, int]] = []
+    ahead = 0  # the next line in ranking order
     chosen: list[KeyLine] = []
     texts: set[str] = set()
     used = 0
-    smallest = ranking.least[0] if ranking.least else 0
-    while heap and used + smallest <= room:
-        _, i = heapq.heappop(heap)
+
+    def best_left() -> tuple[float, int] | None:
+        fresh = (-worths[ahead], ahead) if ahead < size else None
+        if fallen and (fresh is None or fallen[0] < fresh):
+            return fallen[0]
+        return fresh
+
+    while size and used + least[0] <= room:
+        if ahead < size and used + least[ahead] > room:
+            ahead = size  # none of the rest in order fits
+        top = best_left()
+        if top is None:
+            break
+        i = top[1]
+        if i == ahead:
+            ahead += 1
+        else:
+            heapq.heappop(fallen)
         line, cost = ranking.lines[i], ranking.costs[i]
         if used + cost > room:
             continue
         lowered = line.text.lower()
         if lowered in texts or lowered in said or lowered in lowered_skip:  # said already
             continue
-        weights = ranking.weights[i]
-        total = sum(weights.values())
+        weights, total = ranking.weights[i], ranking.totals[i]
         new = sum(w for t, w in weights.items() if t not in covered)
-        worth = ranking.worths[i] * (new / total if total > 0 else 1.0)
-        if heap and worth < -heap[0][0] - 1e-12:
-            heapq.heappush(heap, (-worth, i))  # its worth fell: compare it again later
+        worth = worths[i] * (new / total if total > 0 else 1.0)
+        top = best_left()
+        if top is not None and worth < -top[0] - 1e-12:
+            heapq.heappush(fallen, (-worth, i))  # its worth fell: compare it again later
             continue
         if worth <= 0:
             continue
