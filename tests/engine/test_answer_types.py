@@ -3,9 +3,15 @@ message, and the line of it, that states one: they share few of the question's w
 
 from __future__ import annotations
 
-from topicforest.engine.answer_types import asked_for, states
+import asyncio
+
+from topicforest.engine.answer_types import asked_for, named_versions, states
+from topicforest.engine.config import WindowConfig
 from topicforest.engine.passages import excerpt, stem
+from topicforest.engine.resolver import resolve_round
+from topicforest.engine.summarize import ExtractiveSummarizer
 from topicforest.engine.tokens import estimate_tokens
+from topicforest.engine.window import ContextWindow
 
 from .helpers import UNRELATED, replayed
 
@@ -31,6 +37,24 @@ def test_the_kind_of_value_a_question_asks_for() -> None:
     # "size" the verb, and memory as the subject rather than an amount, ask for no size
     assert asked_for("How does the allocator size its pools?") == ()
     assert asked_for("What caused the worker memory leak?") == ()
+
+
+def test_a_version_asked_for_by_name_is_that_names_version_stated() -> None:
+    def named(question: str, text: str) -> bool:
+        return states(text, named_versions(question))
+
+    django = "Which Django version does hearthware-shop use?"
+    assert named(django, "`requirements/base.txt` pins `Django==4.2.11` (the 4.2 LTS line)")
+    assert named(django, "We're still on Django 4.2.")
+    assert not named(django, "pytest-8.0.2, django: version: 4.2.11")  # a log's field
+    assert not named(django, "Prefetch with to_attr has been stable since long before.")
+    assert named("Which Great Expectations version is pinned?", "great_expectations==0.18.8")
+    assert named("Which AGP and Kotlin versions are in the catalog?", 'kotlin = "2.0.20"')
+    assert named("Which version of the SQL Server provider?", "SqlServer 8.0.4")
+    # no thing named: no pattern ("which version", "tool and version", a `catalog_version`)
+    assert named_versions("Which version do we run?") == ()
+    assert named_versions("Which migration tool and version runs them?") == ()
+    assert named_versions("How is the stampede after a catalog_version bump prevented?") == ()
 
 
 def test_an_excerpt_keeps_the_line_that_states_the_kind_of_value_asked_for() -> None:
@@ -74,3 +98,48 @@ def test_recall_prefers_the_exchange_that_states_the_kind_of_value_asked_for() -
     window = replayed([SIZE, OTHER, *UNRELATED * 3], budget=180)
     asked = window.render(query="How big is the docker image for the trainer?", thread_id="t")
     assert "6.8 GB" in asked.text()
+
+
+def test_an_exchange_stating_the_version_asked_for_by_name_comes_first() -> None:
+    """ "Which Django version does hearthware-shop use?": the answer says `Django==4.2.11` and
+    shares only "version" with it ("django" is in too many messages to count), while the one
+    message naming the project outscored it, and the summaries of topics ranked before its
+    topic took the room it was recalled into."""
+    window = ContextWindow(WindowConfig(history_budget=256))
+    for question, answer in [
+        (
+            "The category page is slow: 214 SQL queries for one page in django debug toolbar.",
+            "Eight queries per card. Use select_related and prefetch_related in the django view.",
+        ),
+        (
+            "which Django are we on? I want to be sure Prefetch with to_attr behaves as you say",
+            "`requirements/base.txt` pins `Django==4.2.11` (the 4.2 LTS line) on Python 3.11. "
+            "Prefetch with a custom queryset and to_attr has been stable for years, so nothing "
+            "version-specific here.",
+        ),
+        *[
+            (
+                f"django admin change list for orders is slow again, page {n} takes {n + 2} s",
+                f"Add list_select_related to the django admin and cap list_per_page at {20 + n}.",
+            )
+            for n in range(12)
+        ],
+        (
+            "The README says hearthware-shop ships German and French storefronts next month. "
+            "Which shop languages first?",
+            "Start with the translation catalogs: run makemessages for de and fr, shop first.",
+        ),
+        *[
+            (
+                f"celery worker memory grows by {n + 1}00 MB an hour after the version bump",
+                f"Set worker_max_memory_per_child to {n + 2}00000 and restart the pool.",
+            )
+            for n in range(6)
+        ],
+    ]:
+        window.append("t", "user", question)
+        window.append("t", "assistant", answer)
+    window.flush_thread("t")
+    asyncio.run(resolve_round(window, ExtractiveSummarizer(), force=True))
+    asked = window.render(query="Which Django version does hearthware-shop use?", thread_id="t")
+    assert "Django==4.2.11" in asked.text()

@@ -10,12 +10,16 @@ import re
 from collections import Counter
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from topicforest.engine.render_recall import recall_hits
+from topicforest.engine import render
+from topicforest.engine.render import KEPT_RECALLED
+from topicforest.engine.render_recall import Recalled, recall_exchanges, recall_hits
 from topicforest.engine.resolver import resolve_round
 from topicforest.engine.summarize import ExtractiveSummarizer
+from topicforest.engine.window import ContextWindow
 from topicforest.eval.systems import thread_of
 
 from ..conftest import requires_shared_eval, shared_conversations
@@ -86,23 +90,51 @@ def best_matches_left_out(path: Path) -> list[str]:
     message is in a topic the render left out."""
     replay = replay_offline(path)
     window, thread = replay.window, thread_of(replay.conv.messages[-1])
-    graduated = sorted(m for m in range(1, len(replay.conv.messages) + 1) if m in window.forest)
     left_out = []
+    for question in three_word_questions(window, len(replay.conv.messages)):
+        best = recall_hits(window, window.embedder.embed_query(question)).best
+        rendered = window.render(query=question, thread_id=thread)
+        if best is not None and window.forest.find(best) in rendered.omitted_topics:
+            left_out.append(question)
+    return left_out
+
+
+def three_word_questions(window: ContextWindow, messages: int) -> list[str]:
+    """Questions of three words taken from every third graduated message, every 7 words."""
+    graduated = sorted(m for m in range(1, messages + 1) if m in window.forest)
+    questions = []
     for message in window.log.get_many(graduated[::3]):
         words = re.findall(r"[A-Za-z_]{6,}", message.content)
-        for start in range(0, len(words) - 2, 7):
-            question = " ".join(words[start : start + 3])
-            best = recall_hits(window, window.embedder.embed_query(question)).best
-            rendered = window.render(query=question, thread_id=thread)
-            if best is not None and window.forest.find(best) in rendered.omitted_topics:
-                left_out.append(question)
-    return left_out
+        questions += [" ".join(words[at : at + 3]) for at in range(0, len(words) - 2, 7)]
+    return questions
 
 
 def test_the_topic_of_a_questions_best_match_is_never_left_out() -> None:
     # Topics ranked before it (by their centroid, then recency) spent its room on their
     # summaries: "discovery upload dfu_application" lost the DFU topic that holds it.
     assert best_matches_left_out(HELD_OUT[0]) == []
+
+
+def test_the_two_best_recalled_topics_are_never_left_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Topics ranked before them spent the room their recalled originals were given on their
+    # own summaries: 59 of these questions lost one of them, the best match's topic kept.
+    recalled: list[list[int]] = []
+
+    def recording(*args: Any, **kwargs: Any) -> dict[int, list[Recalled]]:
+        chosen = recall_exchanges(*args, **kwargs)
+        recalled.append([root for root, lines in chosen.items() if lines][:KEPT_RECALLED])
+        return chosen
+
+    monkeypatch.setattr(render, "recall_exchanges", recording)
+    replay = replay_offline(HELD_OUT[0])
+    window, thread = replay.window, thread_of(replay.conv.messages[-1])
+    left_out = []
+    for question in three_word_questions(window, len(replay.conv.messages)):
+        recalled.clear()
+        rendered = window.render(query=question, thread_id=thread)
+        if any(root in rendered.omitted_topics for root in recalled[-1]):
+            left_out.append(question)
+    assert left_out == []
 
 
 def test_a_topic_header_is_its_id_title_and_pin_without_a_message_count() -> None:

@@ -62,6 +62,39 @@ def asked_for(question: str) -> Values:
     return tuple(kind.value for kind in TYPES if kind.cue.search(question))
 
 
+# "Which Django version…", "the dbt-core and dbt-snowflake versions", "which version of the SQL
+# Server provider": the thing whose version is asked, named right before "version" (or after
+# "version of"). A text stating that thing's version (`Django==4.2.11`, `great_expectations ==
+# 0.18.8`, `@playwright/test@1.42.1`, `apache-airflow-providers-amazon==8.16.0`) answers it.
+_NAME = r"[A-Za-z@][\w.+/@-]*"
+_NAMES_VERSION = re.compile(
+    rf"(?:\b({_NAME})\s+(?:and|&)\s+)?\b({_NAME})\s+versions?\b", re.IGNORECASE
+)
+_VERSION_OF = re.compile(rf"\bversions?\s+of\s+(?:the\s+)?({_NAME})", re.IGNORECASE)
+_NOT_A_NAME = frozenset(
+    "which what whose the a an this that these those its their our your my same new old "
+    "latest current exact minimum maximum major minor and or".split()
+)
+# the name, then a few characters of a pin or a separator (`==`, `@`, `: "`, ` v`), then a version
+_STATED_VERSION = r"(?<![A-Za-z]){}[\w-]{{0,24}}[\s\"'=:@~^>v]{{0,5}}\d+\.\d+"
+
+
+def named_versions(question: str) -> Values:
+    """Patterns of a text stating the version of what `question` asks the version of (none if
+    it asks no version of a named thing)."""
+    names = [
+        name.strip(".")
+        for pattern in (_NAMES_VERSION, _VERSION_OF)
+        for match in pattern.finditer(question)
+        for name in match.groups()
+        if name and len(name.strip(".")) >= 2 and name.lower() not in _NOT_A_NAME
+    ]
+    return tuple(
+        re.compile(_STATED_VERSION.format(re.escape(name)), re.IGNORECASE)
+        for name in dict.fromkeys(names)
+    )
+
+
 def states(text: str, values: Values) -> bool:
     """Whether `text` states a value of one of the kinds `values` (`asked_for`) describes."""
     return any(value.search(text) for value in values)

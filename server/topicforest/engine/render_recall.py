@@ -54,6 +54,7 @@ class Recall:
     weights: dict[str, float]  # the question's terms by weight (`RecallIndex.weights`)
     hits: dict[int, float]  # message id -> score, best first
     values: Values = ()  # the kinds of value asked for (`answer_types`)
+    named: Values = ()  # the version of a thing asked for by its name (`named_versions`)
 
     @property
     def best(self) -> int | None:
@@ -67,7 +68,9 @@ class Recalled:
     tokens: int
 
 
-def recall_hits(window: RenderSource, qvec: Counter[str], values: Values = ()) -> Recall:
+def recall_hits(
+    window: RenderSource, qvec: Counter[str], values: Values = (), named: Values = ()
+) -> Recall:
     """The question's weights and the graduated messages that match it, best first (not in a
     dropped topic, nor in an expanded one: that shows its originals anyway)."""
     if not qvec:
@@ -81,7 +84,7 @@ def recall_hits(window: RenderSource, qvec: Counter[str], values: Values = ()) -
         and not forest.root(forest.find(message_id)).dropped
         and forest.find(message_id) not in window.expanded
     }
-    return Recall(weights, hits, values)
+    return Recall(weights, hits, values, named)
 
 
 def recall_exchanges(
@@ -131,6 +134,15 @@ def recall_exchanges(
         for key, pair in exchanges.items():
             if totals[key] >= least and any(_states(m.content, recall.values) for m in pair):
                 totals[key] *= 1 + ANSWER_BONUS
+    if recall.named:
+        # "Which Django version does hearthware-shop use?": an exchange stating Django's version
+        # answers it, and comes before every one that does not, though its words matched less
+        # (only "version": "django" is in too many messages to count, the project's name in
+        # one other message outscored it).
+        top = max(totals.values())
+        for key, pair in exchanges.items():
+            if any(_states(m.content, recall.named) for m in pair):
+                totals[key] += top
     _continue_best(window, messages, exchanges, totals, room)
     query_stems = stem_weights(recall.weights)
     chosen: dict[int, list[Recalled]] = {}
