@@ -39,7 +39,7 @@ def test_the_kind_of_value_a_question_asks_for() -> None:
     assert asked_for("What caused the worker memory leak?") == ()
 
 
-def test_a_version_asked_for_by_name_is_that_names_version_stated() -> None:
+def test_a_version_asked_for_by_name_is_stated_next_to_that_name() -> None:
     def named(question: str, text: str) -> bool:
         return states(text, named_versions(question))
 
