@@ -103,8 +103,7 @@ def test_recall_prefers_the_exchange_that_states_the_kind_of_value_asked_for() -
 def test_an_exchange_stating_the_version_asked_for_by_name_comes_first() -> None:
     """ "Which Django version does hearthware-shop use?": the answer says `Django==4.2.11` and
     shares only "version" with it ("django" is in too many messages to count), while the one
-    message naming the project outscored it, and the summaries of topics ranked before its
-    topic took the room it was recalled into."""
+    message naming the project outscored it and took the little room there is."""
     window = ContextWindow(WindowConfig(history_budget=256))
     for question, answer in [
         (
