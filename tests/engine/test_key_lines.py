@@ -159,6 +159,15 @@ def test_a_path_named_in_prose_is_a_key_line_of_its_own() -> None:
     assert [line.text for line in pick(ranking, 64)] == [path]
 
 
+def test_two_words_with_a_slash_are_a_path_only_when_quoted_as_code() -> None:
+    text = (
+        "Handle add/remove in one place and log TX/RX counts; the fake lives in"
+        " `internal/testutil`, the handler in internal/store/orders.go, the views in src/vs/editor."
+    )
+    lines = [line.text for line in key_lines(message(1, "assistant", text))]
+    assert lines == ["internal/testutil", "internal/store/orders.go", "src/vs/editor"]
+
+
 def test_a_declaration_is_quoted_as_its_name_and_value() -> None:
     """`static constexpr uint32_t kIndexBits = 22;` spent half its tokens on qualifiers, and a
     later `kIndexBits = 20` did not replace it (it was no `name = value` line)."""
