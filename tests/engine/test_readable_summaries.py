@@ -16,7 +16,7 @@ from topicforest.engine.summarize.extractive import Digest
 from topicforest.engine.tokens import estimate_tokens
 
 from ..conftest import requires_shared_eval, shared_conversations
-from .readability import code_line, is_code, keyword_dump, log_noise, stray_continuation
+from .readability import code_line, is_code, keyword_dump, log_noise, run_on, stray_continuation
 from .replays import HELD_OUT, SAMPLE, replay_offline
 
 
@@ -31,6 +31,8 @@ def unreadable(summaries: list[str]) -> list[str]:
             found.append(f"log noise {noise!r} in: {text[:200]}")
         if (stray := stray_continuation(text)) is not None:
             found.append(f"continuation alone {stray!r} in: {text[:200]}")
+        if (joined := run_on(text)) is not None:
+            found.append(f"run-on or label {joined!r} in: {text[:200]}")
     return found
 
 
@@ -178,6 +180,28 @@ def test_a_condensed_reply_keeps_its_code_in_a_fence_and_its_summary_says_it() -
     text = Digest(None, _messages("the pool runs dry under load", condensed)).summary(120)
     assert unreadable([text]) == [], text
     assert "You showed" in text and "POOL_RECYCLE = 1800" in text, text
+
+
+def test_a_sentence_that_opens_a_block_ends_and_the_block_is_said_by_its_file() -> None:
+    reply = (
+        "Give the replayer its own container factory whose error handler only logs:\n\n"
+        "```java\nfactory.setCommonErrorHandler(new LoggingErrorHandler());\n"
+        "factory.setConcurrency(DLT_CONSUMERS);\n```\n\n"
+        "That keeps a poison record from blocking the partition."
+    )
+    condensed = "(src/main/java/app/DltConfig.java)\n" + reply.split("\n\n", 1)[1]
+    for text in (reply, reply.split("\n\n", 1)[0] + "\n\n" + condensed):
+        summary = Digest(None, _messages("replayed 3,412 records, 51 duplicates", text)).summary(90)
+        assert unreadable([summary]) == [], summary
+    assert "only logs." in Digest(None, _messages("replay?", reply)).summary(200)
+    labelled = Digest(None, _messages("replay?", condensed)).summary(90)
+    assert "You showed src/main/java/app/DltConfig.java with" in labelled, labelled
+
+
+def test_a_shebang_names_no_file() -> None:
+    script = "```python\n#!/usr/bin/env python3\n# tools/check_size.py\nLIMIT_KB = 448\n```"
+    text = Digest(None, _messages("how do we stop the image outgrowing flash?", script)).summary(60)
+    assert "/usr/bin/env" not in text and "tools/check_size.py" in text, text
 
 
 def test_a_markdown_table_is_said_as_a_table() -> None:

@@ -127,8 +127,11 @@ def _split(text: str) -> list[Passage]:
 
 
 def _name_block(block: list[Passage]) -> list[Passage]:
-    """A fenced block's lines, each with the file its header comment names (`// app/db.py`)."""
-    head = next((p.text for p in block[:2] if _named_file(p.text)), None)
+    """A fenced block's lines, each with the file its header comment names (`// app/db.py`;
+    a shebang's `/usr/bin/env` is no file of the project)."""
+    head = next(
+        (p.text for p in block[:2] if not p.text.startswith("#!") and _named_file(p.text)), None
+    )
     name = _named_file(head) if head is not None else None
     return [Passage(p.text, True, name) for p in block]
 

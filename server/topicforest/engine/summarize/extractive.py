@@ -61,6 +61,7 @@ KEYWORDS = frozenset(
 )
 # `.github/workflows/ci.yml`, `.env`, `./run.sh`, `../lib`: the dot is part of the name
 _DOT_PATH = re.compile(r"\.\.?/|\.[A-Za-z]")
+_FILE_LABEL = re.compile(r"\(([^\s()]+)\)")  # how `condense` names a code block's file
 _MEMBER_BEFORE = re.compile(r"[\w)\]}]\.[A-Za-z_]")  # `expect(x).toBe`, `r["a"].lower`
 
 
@@ -201,7 +202,11 @@ def _units(text: str) -> list[tuple[str, int]]:
             in_fence = not in_fence
             block += 1
             continue
-        if not stripped:
+        if not stripped or stripped.startswith("#!"):  # a shebang names no file of the project
+            continue
+        label = None if in_fence else _FILE_LABEL.fullmatch(stripped)
+        if label and is_file_path(label[1]):  # the file of the block after it (`condense`)
+            out.append((label[1], block + 1))
             continue
         if in_fence or looks_like_code(stripped) or is_table_row(stripped):
             if entities(stripped):

@@ -249,7 +249,9 @@ def _said(pieces: list[Piece]) -> list[str]:
             last = None
             continue
         same = last == (piece.message, piece.speaker) and piece.message >= 0
-        text = piece.text if piece.text[-1:] in ".?!:)\"'`" else piece.text + "."
+        # a sentence that opened a block or a list ("Add this to ci.yml:") ends here
+        text = piece.text[:-1] + "." if piece.text.endswith(":") else piece.text
+        text = text if text[-1:] in ".?!)\"'`" else text + "."
         out.append(text if same or not piece.speaker else f"{piece.speaker}: {text}")
         last = (piece.message, piece.speaker)
     return out
