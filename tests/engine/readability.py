@@ -119,3 +119,14 @@ def run_on(text: str) -> str | None:
         if (found := pattern.search(text)) is not None:
             return text[max(0, found.start() - 60) : found.end() + 20]
     return None
+
+
+_BOLD = re.compile(r"\*\*(?=[^`]*(?:`[^`]*`[^`]*)*$)")  # outside backticks
+
+
+def markup(text: str) -> str | None:
+    """Markdown's bold markers left in a summary's words ("Review notes**: describe …")."""
+    for line in text.splitlines():
+        if (found := _BOLD.search(line)) is not None:
+            return line[max(0, found.start() - 40) : found.end() + 20]
+    return None

@@ -16,7 +16,15 @@ from topicforest.engine.summarize.extractive import Digest
 from topicforest.engine.tokens import estimate_tokens
 
 from ..conftest import requires_shared_eval, shared_conversations
-from .readability import code_line, is_code, keyword_dump, log_noise, run_on, stray_continuation
+from .readability import (
+    code_line,
+    is_code,
+    keyword_dump,
+    log_noise,
+    markup,
+    run_on,
+    stray_continuation,
+)
 from .replays import HELD_OUT, SAMPLE, replay_offline
 
 
@@ -33,6 +41,8 @@ def unreadable(summaries: list[str]) -> list[str]:
             found.append(f"continuation alone {stray!r} in: {text[:200]}")
         if (joined := run_on(text)) is not None:
             found.append(f"run-on or label {joined!r} in: {text[:200]}")
+        if (marks := markup(text)) is not None:
+            found.append(f"markdown marks {marks!r} in: {text[:200]}")
     return found
 
 
@@ -196,6 +206,16 @@ def test_a_sentence_that_opens_a_block_ends_and_the_block_is_said_by_its_file() 
     assert "only logs." in Digest(None, _messages("replay?", reply)).summary(200)
     labelled = Digest(None, _messages("replay?", condensed)).summary(90)
     assert "You showed src/main/java/app/DltConfig.java with" in labelled, labelled
+
+
+def test_bold_markers_are_no_part_of_a_sentence() -> None:
+    reply = (
+        "**Retry window.** Raise `max_retries` to 6 with `retry_backoff_max=600`.\n\n"
+        "- **Review notes**: say where account deletion lives; the globs stay `src/**`."
+    )
+    text = Digest(None, _messages("SES throttles us", reply)).summary(200)
+    assert unreadable([text]) == [], text
+    assert "Raise `max_retries` to 6" in text and "Review notes: say" in text, text
 
 
 def test_a_shebang_names_no_file() -> None:

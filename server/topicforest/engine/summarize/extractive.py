@@ -61,6 +61,8 @@ KEYWORDS = frozenset(
 )
 # `.github/workflows/ci.yml`, `.env`, `./run.sh`, `../lib`: the dot is part of the name
 _DOT_PATH = re.compile(r"\.\.?/|\.[A-Za-z]")
+# markdown's bold markers in prose ("**Retry window.** …"), not a glob's (`src/**`) in backticks
+_EMPHASIS = re.compile(r"\*\*(?=[^`]*(?:`[^`]*`[^`]*)*$)")
 _FILE_LABEL = re.compile(r"\(([^\s()]+)\)")  # how `condense` names a code block's file
 _MEMBER_BEFORE = re.compile(r"[\w)\]}]\.[A-Za-z_]")  # `expect(x).toBe`, `r["a"].lower`
 
@@ -213,7 +215,7 @@ def _units(text: str) -> list[tuple[str, int]]:
                 out.append((stripped.strip("` "), block))
             continue
         block += 1
-        parts = _SENTENCE_END.split(stripped.lstrip("#>*- "))
+        parts = _SENTENCE_END.split(_EMPHASIS.sub("", stripped.lstrip("#>*- ")))
         out.extend((part.strip(), -1) for part in parts if part.strip())
     return out
 
