@@ -106,14 +106,15 @@ def stray_continuation(text: str) -> str | None:
     return None
 
 
-# A sentence that opened a block or a list ("…only logs:") run on into the next one's speaker
-# ("… only logs: I said: replayed, …"), or a code block's file label standing as a sentence.
-_RUN_ON = re.compile(r":\s+(?:I said|You said|I pasted|You showed|I asked)\b")
+# A sentence run on into the next one's speaker, with no stop between them: one that opened a
+# block or a list ("… only logs: I said: replayed, …") or ended in code ("… `<LineChart>` You
+# said: …"); or a code block's file label standing as a sentence.
+_RUN_ON = re.compile(r"[:`\w]\s+(?:I said:|You said:|I pasted |You showed |I asked you about )")
 _FILE_LABEL = re.compile(r"(?:^|(?<=[.!?]\s))\([^\s()]+[/.][^\s()]+\)(?=\s|$)")
 
 
 def run_on(text: str) -> str | None:
-    """The first place where a sentence ends in a colon and the next one's speaker follows, or a
+    """The first place where the next sentence's speaker follows a sentence with no stop, or a
     file label "(app/db.py)" stands where a sentence should."""
     for pattern in (_RUN_ON, _FILE_LABEL):
         if (found := pattern.search(text)) is not None:

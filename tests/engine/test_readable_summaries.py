@@ -208,6 +208,33 @@ def test_a_sentence_that_opens_a_block_ends_and_the_block_is_said_by_its_file() 
     assert "You showed src/main/java/app/DltConfig.java with" in labelled, labelled
 
 
+def test_a_condensed_list_keeps_its_items_and_paragraphs_apart() -> None:
+    reply = (
+        "Each of these hits the database once per product:\n"
+        "- `product.images.first`: one query\n"
+        "- `product.tags.all`: one query\n"
+        "- `get_absolute_url` uses `self.category.slug`: one more\n\n"
+        "Fetch everything up front with `prefetch_related`.\n\n"
+        "```python\n" + "".join(f"row_{n} = fetch({n})\n" for n in range(40)) + "```"
+    )
+    condensed = condense(reply, 120, estimate_tokens)
+    assert "\n- `product.tags.all`: one query\n" in condensed, condensed
+    assert "one more\nFetch everything" in condensed, condensed
+    text = Digest(None, _messages("the product grid is slow", condensed)).summary(200)
+    assert unreadable([text]) == [], text
+    assert " - `" not in text and "one more Fetch" not in text, text
+
+
+def test_a_sentence_ending_in_code_ends_before_the_next_speaker() -> None:
+    messages = _messages(
+        "so ~130k points in one `<LineChart>`",
+        "Downsample before rendering with LTTB: `lttb(points, 1000)` keeps the peaks.",
+    )
+    text = Digest(None, messages).summary(200)
+    assert "`<LineChart>`. You said:" in text, text
+    assert unreadable([text]) == [], text
+
+
 def test_bold_markers_are_no_part_of_a_sentence() -> None:
     reply = (
         "**Retry window.** Raise `max_retries` to 6 with `retry_backoff_max=600`.\n\n"

@@ -54,6 +54,7 @@ DEFINITION = re.compile(
     r"\s+[A-Za-z_(]"
 )
 _PATH_WORD = re.compile(r"[\w./-]+")
+_LIST_ITEM = re.compile(r"(?:[-*+]|\d+[.)])\s")  # "- Pin lxml", "2. Retry"
 _SUFFIXES = "ations ation ating ated ates ings ing ies ied ers er ed es s".split()
 
 
@@ -364,7 +365,13 @@ def _laid_out(passages: tuple[Passage, ...], chosen: list[int]) -> str:
                 lines.append(FENCE)
             fenced = passage.code
             lines.append(passage.text)
-        elif passage.code or gap or not lines:
+        elif (
+            passage.code
+            or gap
+            or not lines
+            or _LIST_ITEM.match(passage.text)  # an item of a list starts a line
+            or not lines[-1].endswith((".", "!", "?", ":", ";"))  # the line ended unfinished
+        ):
             if gap:
                 lines.append(GAP.strip())
             lines.append(passage.text)

@@ -251,7 +251,9 @@ def _said(pieces: list[Piece]) -> list[str]:
         same = last == (piece.message, piece.speaker) and piece.message >= 0
         # a sentence that opened a block or a list ("Add this to ci.yml:") ends here
         text = piece.text[:-1] + "." if piece.text.endswith(":") else piece.text
-        text = text if text[-1:] in ".?!)\"'`" else text + "."
+        # (a closing quote, bracket or backtick after the stop: `… (for tax reasons).`, not
+        # `… the lock is `idem:lock:{key}`` before the next sentence)
+        text = text if text.rstrip(")\"'`")[-1:] in ".?!" else text + "."
         out.append(text if same or not piece.speaker else f"{piece.speaker}: {text}")
         last = (piece.message, piece.speaker)
     return out
