@@ -122,12 +122,11 @@ def run_on(text: str) -> str | None:
     return None
 
 
-_BOLD = re.compile(r"\*\*(?=[^`]*(?:`[^`]*`[^`]*)*$)")  # outside backticks
-
-
 def markup(text: str) -> str | None:
-    """Markdown's bold markers left in a summary's words ("Review notes**: describe …")."""
+    """Markdown's bold markers left in a summary's words ("Review notes**: describe …"), not in
+    its code (`src/**`, between backticks)."""
     for line in text.splitlines():
-        if (found := _BOLD.search(line)) is not None:
-            return line[max(0, found.start() - 40) : found.end() + 20]
+        for at, part in enumerate(line.split("`")):
+            if at % 2 == 0 and "**" in part:
+                return part
     return None

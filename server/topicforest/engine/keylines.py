@@ -230,7 +230,7 @@ def _folder_paths(text: str, seen: set[str]) -> list[str]:
 
 def _named_as_path(name: str, text: str) -> bool:
     """Whether `name` reads as a path in `text`: a file (`app/db.py`), a deeper or rooted path
-    (`src/vs/editor`, `./dist`), or two words quoted as code (`` `internal/store` ``); two words
+    (`src/vs/editor`, `/etc/nginx`), or two words quoted as code (`` `internal/store` ``); two words
     said with a slash in prose are mostly a pair ("add/remove", "TX/RX", "Honor/EMUI"): 54 of
     the 90 two-word path lines that renders with no query showed (dev and held-out sets) were
     never quoted, nearly all of them pairs (a few folders, `db/migrations`, are lost too).

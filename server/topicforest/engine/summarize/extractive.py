@@ -61,8 +61,6 @@ KEYWORDS = frozenset(
 )
 # `.github/workflows/ci.yml`, `.env`, `./run.sh`, `../lib`: the dot is part of the name
 _DOT_PATH = re.compile(r"\.\.?/|\.[A-Za-z]")
-# markdown's bold markers in prose ("**Retry window.** …"), not a glob's (`src/**`) in backticks
-_EMPHASIS = re.compile(r"\*\*(?=[^`]*(?:`[^`]*`[^`]*)*$)")
 _FILE_LABEL = re.compile(r"\(([^\s()]+)\)")  # how `condense` names a code block's file
 _MEMBER_BEFORE = re.compile(r"[\w)\]}]\.[A-Za-z_]")  # `expect(x).toBe`, `r["a"].lower`
 
@@ -190,6 +188,13 @@ def _offerable(names: Sequence[str]) -> tuple[tuple[str, str, int], ...]:
     return tuple((n, n.lower(), estimate_tokens(n) + 1) for n in names if not _bare_number(n))
 
 
+def _unbold(line: str) -> str:
+    """`line` without markdown's bold markers ("**Retry window.** …"), but for those in code
+    (a glob, `src/**`): the parts between backticks are code."""
+    parts = line.split("`")
+    return "`".join(part if at % 2 else part.replace("**", "") for at, part in enumerate(parts))
+
+
 def _units(text: str) -> list[tuple[str, int]]:
     """Sentences of prose and the lines of code that name something, each with its block: -1
     for prose, else the number of the code block it belongs to (a fenced block, or a run of
@@ -215,7 +220,7 @@ def _units(text: str) -> list[tuple[str, int]]:
                 out.append((stripped.strip("` "), block))
             continue
         block += 1
-        parts = _SENTENCE_END.split(_EMPHASIS.sub("", stripped.lstrip("#>*- ")))
+        parts = _SENTENCE_END.split(_unbold(stripped.lstrip("#>*- ")))
         out.extend((part.strip(), -1) for part in parts if part.strip())
     return out
 
