@@ -277,3 +277,22 @@ def test_a_lead_names_files_before_word_pairs_with_a_slash() -> None:
     assert digest.lead == (
         "I asked you about envs/prod/network/endpoints.tf and terraform-aws-modules/vpc/aws."
     ), digest.lead
+
+
+def test_a_lead_names_the_projects_files_before_those_of_a_pasted_trace() -> None:
+    trace = (
+        "spec fails with this:\n```\nActsAsTenant::Errors::NoTenantSet\n"
+        "/usr/local/bundle/gems/acts_as_tenant-1.0.1/lib/acts_as_tenant/model_extensions.rb:29\n"
+        "/usr/local/bundle/gems/activerecord-7.1.3.2/lib/active_record/scoping/default.rb:150\n```"
+    )
+    digest = Digest(
+        None,
+        _messages(
+            trace,
+            "Set the tenant in `spec/support/tenant.rb` before each system spec, and keep "
+            "`config.require_tenant = true` in `config/initializers/acts_as_tenant.rb`.",
+        ),
+    )
+    assert digest.lead == (
+        "I asked you about spec/support/tenant.rb and config/initializers/acts_as_tenant.rb."
+    ), digest.lead

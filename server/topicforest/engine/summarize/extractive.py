@@ -106,7 +106,11 @@ def _lead_names(mentions: Counter[str], count: int = 3) -> list[str]:
     other words; numbers, flags and URLs only when nothing else is named ("about app/db.py,
     QueuePool", not "about API, 60")."""
     ranked = [n for n, _ in mentions.most_common() if not _ABBREVIATION.fullmatch(n)]
-    files = [n for n in ranked if is_file_path(n)]
+    # among files as often mentioned, the project's (`app/db.py`) before a path outside it
+    # (`/usr/local/bundle/gems/…`, `/app/.venv/bin/gunicorn` of a pasted trace or listing)
+    files = sorted(
+        (n for n in ranked if is_file_path(n)), key=lambda n: (-mentions[n], n[:1] == "/")
+    )
     plain = [n for n in files if _plainly_a_file(n)]
     code = [n for n in ranked if is_symbol(n) and n not in files]
     folders = [n for n in files if n not in plain]  # `internal/testutil`, or `reads/writes`
