@@ -1,4 +1,5 @@
-"""What makes a summary unreadable: a comma-separated keyword dump, or a pasted line of code.
+"""What makes a summary unreadable: a comma-separated keyword dump, a pasted line of code, log
+noise, a continuation alone, a sentence run on into the next speaker's, markdown's marks.
 
 Test helpers, applied to every summary a replay produces. A sentence may name code (in backticks
 or bare: `app/db.py`, `QueuePool`, `pool_size=20`) as long as it is a sentence: a person's words
