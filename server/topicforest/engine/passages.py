@@ -22,6 +22,9 @@ from topicforest.engine.tokens import TokenCounter
 GAP = " … "
 FENCE = "```"
 OMITTED = " [… more lines in the original]"
+# How a quoted code block names its file, on a line of its own before the block (`condense`)
+# or before its first line (`excerpt`); the offline summarizer reads the line form back.
+FILE_LABEL = re.compile(r"\(([^\s()]+)\)")
 VALUE_BONUS = 0.8  # of the best query match: a line stating a value beats a bare mention
 FILE_CONTEXT_BONUS = 0.25
 NEIGHBOUR_SHARE = 0.4  # a line next to a matching one
@@ -344,6 +347,11 @@ def condense(text: str, max_tokens: int, count: TokenCounter) -> str:
     return _fitted([[p] for p in chosen], max_tokens, count, marked) or marked([])
 
 
+def file_label(path: str) -> str:
+    """`path` as `FILE_LABEL` reads it: "(app/db.py)"."""
+    return f"({path})"
+
+
 def _laid_out(passages: tuple[Passage, ...], chosen: list[int]) -> str:
     """The `chosen` passages as a summarizer should read them: prose sentences as paragraphs,
     code lines in a fenced block, the file a block names said once, "…" for what is left out."""
@@ -361,7 +369,7 @@ def _laid_out(passages: tuple[Passage, ...], chosen: list[int]) -> str:
                 lines.append(GAP.strip())
             if passage.code:
                 if passage.file and passage.file not in named and passage.file not in passage.text:
-                    lines.append(f"({passage.file})")
+                    lines.append(file_label(passage.file))
                 lines.append(FENCE)
             fenced = passage.code
             lines.append(passage.text)
@@ -395,7 +403,7 @@ def _join(passages: tuple[Passage, ...], chosen: list[int]) -> str:
         if passage.code and passage.file and passage.file not in named:
             named.add(passage.file)
             if passage.file not in text:
-                text = f"({passage.file}) {text}"
+                text = f"{file_label(passage.file)} {text}"
         if parts:
             parts.append(" " if position == previous + 1 else GAP)
         parts.append(text)

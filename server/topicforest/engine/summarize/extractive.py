@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from topicforest.engine.embedding import is_file_path, is_symbol
 from topicforest.engine.messages import Message
-from topicforest.engine.passages import OMITTED
+from topicforest.engine.passages import FILE_LABEL, OMITTED
 from topicforest.engine.summarize.base import SummaryRequest, SummaryResult
 from topicforest.engine.summarize.readable import is_table_row, looks_like_code, readable
 from topicforest.engine.tokens import estimate_tokens
@@ -61,7 +61,6 @@ KEYWORDS = frozenset(
 )
 # `.github/workflows/ci.yml`, `.env`, `./run.sh`, `../lib`: the dot is part of the name
 _DOT_PATH = re.compile(r"\.\.?/|\.[A-Za-z]")
-_FILE_LABEL = re.compile(r"\(([^\s()]+)\)")  # how `condense` names a code block's file
 _MEMBER_BEFORE = re.compile(r"[\w)\]}]\.[A-Za-z_]")  # `expect(x).toBe`, `r["a"].lower`
 
 
@@ -215,7 +214,7 @@ def _units(text: str) -> list[tuple[str, int]]:
             continue
         if not stripped or stripped.startswith("#!"):  # a shebang names no file of the project
             continue
-        label = None if in_fence else _FILE_LABEL.fullmatch(stripped)
+        label = None if in_fence else FILE_LABEL.fullmatch(stripped)
         if label and is_file_path(label[1]):  # the file of the block after it (`condense`)
             out.append((label[1], block + 1))
             continue
